@@ -1,0 +1,54 @@
+# amserver — build, run and test targets. `make run` starts the embedded dev
+# cluster; `make test` runs the whole default test suite (race detector on).
+GO       ?= go
+BIN      ?= bin/amserver
+PKGS     ?= ./...
+FUZZTIME ?= 10s
+
+.PHONY: all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster image clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/amserver
+
+run: build
+	$(BIN) dev
+
+# The default suite: vet, race-enabled tests, and a short run of every fuzz target.
+test: vet race fuzz
+
+unit:
+	$(GO) test -count=1 $(PKGS)
+
+race:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint:
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+
+# Each fuzz target briefly; `make fuzz-long FUZZTIME=10m` for a real session.
+FUZZ_TARGETS = ./fsm:FuzzApply ./snapshot:FuzzReader
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+fuzz-long:
+	$(MAKE) fuzz FUZZTIME=10m
+
+# Core benchmarks (ledger, FSM apply, snapshot) printed as benchmark tables.
+bench-core:
+	$(GO) test -run '^$$' -bench . -benchmem ./ledger ./fsm ./snapshot
+
+clean:
+	rm -rf bin

@@ -1,0 +1,165 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+var validReport = map[string]bool{JobRunning: true, JobStopped: true, JobFailed: true}
+
+func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, error) {
+	t.advance(req.Now)
+	if !validReport[req.Status] {
+		return nil, fmt.Errorf("%w: assignment status %q (want running, stopped or failed)", ErrInvalid, req.Status)
+	}
+	a := t.Assignment(req.AssignmentID)
+	if a == nil {
+		return nil, fmt.Errorf("assignment %s: %w", req.AssignmentID, ErrNotFound)
+	}
+	if a.NodeID != req.NodeID {
+		return nil, fmt.Errorf("%w: assignment %s belongs to node %s, not %s", ErrConflict, a.ID, a.NodeID, req.NodeID)
+	}
+	if a.Status == req.Status && a.Message == req.Message {
+		return nil, nil
+	}
+	done := a.Desired == DesiredStop && req.Status != JobRunning
+	if done {
+		t.delete(tableAssignments, a)
+	} else {
+		cp := *a
+		cp.Status, cp.Message = req.Status, req.Message
+		t.putAssignment(&cp)
+	}
+	if a.ServiceID != "" {
+		t.serviceReport(a, req.Status)
+		return nil, nil
+	}
+	t.jobReport(a, req.Status)
+	return nil, nil
+}
+
+// jobReport mirrors a report into the bundle's job status when the
+// assignment is the job's current placement.
+func (t *tx) jobReport(a *Assignment, status string) {
+	b := t.Bundle(a.BundleID)
+	if b == nil {
+		return
+	}
+	job := b.slotJob(a.Replica, a.Job)
+	if job == nil || job.NodeID != a.NodeID || job.Status == status {
+		return
+	}
+	cp := cloneBundle(b)
+	cp.slotJob(a.Replica, a.Job).Status = status
+	t.putBundle(cp)
+}
+
+// serviceReport adds a service's provided capabilities to its node while it
+// runs, and withdraws them when it stops or fails (DESIGN §2.5).
+func (t *tx) serviceReport(a *Assignment, status string) {
+	if status != JobRunning {
+		t.withdrawProvided(a.NodeID, a.ServiceID)
+		return
+	}
+	svc, n := t.Service(a.ServiceID), t.State.Node(a.NodeID)
+	if svc == nil || n == nil || len(svc.Provides) == 0 || a.Desired != DesiredRun {
+		return
+	}
+	if slices.EqualFunc(n.Provided[svc.ID], svc.Provides, capabilityEqual) {
+		return
+	}
+	cp := *n
+	cp.Provided = maps.Clone(n.Provided)
+	if cp.Provided == nil {
+		cp.Provided = map[string][]ledger.Capability{}
+	}
+	cp.Provided[svc.ID] = svc.Provides
+	t.putNode(&cp)
+}
+
+func capabilityEqual(a, b ledger.Capability) bool {
+	return a.Name == b.Name && a.Count == b.Count && maps.Equal(a.Attributes, b.Attributes)
+}
+
+func (f *FSM) applyUpsertService(t *tx, req *UpsertServiceRequest) (any, error) {
+	s := req.Service
+	NormalizeService(&s)
+	if err := ValidateService(&s); err != nil {
+		return nil, err
+	}
+	s.CreateIndex = t.index
+	if old := t.Service(s.ID); old != nil {
+		s.CreateIndex = old.CreateIndex
+	}
+	s.ModifyIndex = t.index
+	t.insert(tableServices, &s)
+	return nil, nil
+}
+
+func (f *FSM) applyDeleteService(t *tx, req *DeleteServiceRequest) (any, error) {
+	s := t.Service(req.ID)
+	if s == nil {
+		return nil, fmt.Errorf("node service %s: %w", req.ID, ErrNotFound)
+	}
+	for _, a := range t.ServiceAssignments(s.ID) {
+		ledger.Release(t.ledgerStore(), ServiceKey(s.ID, a.NodeID))
+		t.stopAssignment(a.ID)
+		t.withdrawProvided(a.NodeID, s.ID)
+	}
+	t.delete(tableServices, s)
+	return nil, nil
+}
+
+// ServiceKey is the ledger key of a node service's reservation on a node;
+// "~" cannot appear in bundle ids, so it never collides with a bundle's.
+func ServiceKey(serviceID, node string) ledger.Key {
+	return ledger.Key{Bundle: "~svc~" + serviceID, Job: node}
+}
+
+func serviceAssignmentID(serviceID, node string) string {
+	return "svc:" + serviceID + "@" + node
+}
+
+// stageServices checks node-service placements and stops against the overlay.
+func (t *tx) stageServices(overlay *ledger.Overlay, list []ServicePlacement) ([]ServicePlacement, error) {
+	for _, sp := range list {
+		svc := t.Service(sp.ServiceID)
+		if svc == nil {
+			return nil, fmt.Errorf("node service %s: %w", sp.ServiceID, ErrNotFound)
+		}
+		k := ServiceKey(svc.ID, sp.Node)
+		if sp.Stop {
+			ledger.Release(overlay, k)
+			continue
+		}
+		n := t.State.Node(sp.Node)
+		if n == nil || !n.Placeable() || !slices.Contains(svc.Pools, n.Pool) {
+			return nil, fmt.Errorf("%w: node %s cannot run service %s", ErrConflict, sp.Node, svc.ID)
+		}
+		r := ledger.Reservation{Key: k, Node: n.ID, Pool: n.Pool, Grant: sp.Grant}
+		if err := ledger.Reserve(overlay, r); err != nil {
+			return nil, fmt.Errorf("service %s on node %s: %w", svc.ID, n.ID, err)
+		}
+	}
+	return list, nil
+}
+
+func (t *tx) commitServices(list []ServicePlacement) {
+	for _, sp := range list {
+		id := serviceAssignmentID(sp.ServiceID, sp.Node)
+		if sp.Stop {
+			t.stopAssignment(id)
+			t.withdrawProvided(sp.Node, sp.ServiceID)
+			continue
+		}
+		svc := t.Service(sp.ServiceID)
+		a := &Assignment{
+			ID: id, ServiceID: svc.ID, NodeID: sp.Node, Job: svc.ID, Role: RolePrimary,
+			Desired: DesiredRun, Status: JobAssigned, Grant: sp.Grant, Launch: svc.Launch, CreateIndex: t.index,
+		}
+		t.putAssignment(a)
+	}
+}

@@ -1,0 +1,162 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+func (f *FSM) validated(t *tx, spec *BundleSpec) error {
+	Normalize(spec)
+	if findings := Validate(spec, &t.State, f.exprs); !findings.Valid() {
+		return &ValidationError{Findings: findings}
+	}
+	return nil
+}
+
+func (f *FSM) applyCreateBundle(t *tx, req *CreateBundleRequest) (any, error) {
+	t.advance(req.Now)
+	spec := req.Spec
+	if err := f.validated(t, &spec); err != nil {
+		return nil, err
+	}
+	if old := t.Bundle(spec.ID); old != nil {
+		if !old.Deleting && specEqual(&old.Spec, &spec) {
+			return created{bundle: old}, nil
+		}
+		return nil, fmt.Errorf("bundle %s: %w with a different spec", spec.ID, ErrExists)
+	}
+	b := newBundle(spec, t.index, t.now)
+	t.putBundle(b)
+	t.event("bundleCreated", b.ID(), "", "bundle %s created in pool %s", b.ID(), spec.Pool)
+	return created{bundle: b, isNew: true}, nil
+}
+
+func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) {
+	t.advance(req.Now)
+	spec := req.Spec
+	old := t.Bundle(spec.ID)
+	if old == nil {
+		return nil, fmt.Errorf("bundle %s: %w", spec.ID, ErrNotFound)
+	}
+	if req.CAS != 0 && req.CAS != old.ModifyIndex {
+		return nil, fmt.Errorf("bundle %s: %w: expected %d, is %d", spec.ID, ErrCASMismatch, req.CAS, old.ModifyIndex)
+	}
+	if old.Deleting {
+		return nil, fmt.Errorf("%w: bundle %s is being deleted", ErrConflict, spec.ID)
+	}
+	if err := f.validated(t, &spec); err != nil {
+		return nil, err
+	}
+	b := cloneBundle(old)
+	if placementChanged(&old.Spec, &spec) {
+		t.releaseAll(old)
+		b.Replicas = freshReplicas(&spec)
+		b.Degradations, b.Explain = nil, nil
+		b.Epoch++
+	}
+	b.Spec = spec
+	t.putBundle(b)
+	return created{bundle: b}, nil
+}
+
+// specEqual compares specs by their JSON form, in which nil and empty maps and
+// slices are alike, so an identical retry is recognised whatever path decoded it.
+func specEqual(a, b *BundleSpec) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// placementChanged reports whether a new spec invalidates the current
+// placement; tags, priority and timers do not.
+func placementChanged(a, b *BundleSpec) bool {
+	return a.Pool != b.Pool || !reflect.DeepEqual(a.Jobs, b.Jobs) ||
+		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience)
+}
+
+// releaseAll gives back every reservation of a bundle and stops its running
+// assignments.
+func (t *tx) releaseAll(b *Bundle) {
+	for _, k := range b.Held() {
+		ledger.Release(t.ledgerStore(), k)
+	}
+	for _, a := range t.BundleAssignments(b.ID()) {
+		t.stopAssignment(a.ID)
+	}
+}
+
+func (f *FSM) applyDeleteBundle(t *tx, req *DeleteBundleRequest) (any, error) {
+	t.advance(req.Now)
+	b := t.Bundle(req.ID)
+	if b == nil {
+		return nil, fmt.Errorf("bundle %s: %w", req.ID, ErrNotFound)
+	}
+	t.startDeletion(b)
+	return nil, nil
+}
+
+// startDeletion begins the stop-then-delete saga; it is idempotent.
+func (t *tx) startDeletion(b *Bundle) {
+	if b.Deleting {
+		return
+	}
+	cp := cloneBundle(b)
+	cp.Deleting, cp.DeleteTime = true, t.now
+	for i := range cp.Replicas {
+		for j := range cp.Replicas[i].Jobs {
+			if job := &cp.Replicas[i].Jobs[j]; job.Placed() && job.Status != JobStopped {
+				job.Status = JobStopping
+			}
+		}
+	}
+	for _, a := range t.BundleAssignments(b.ID()) {
+		t.stopAssignment(a.ID)
+	}
+	t.putBundle(cp)
+}
+
+func (f *FSM) applyPurgeBundle(t *tx, req *PurgeBundleRequest) (any, error) {
+	t.advance(req.Now)
+	b := t.Bundle(req.ID)
+	if b == nil {
+		return nil, fmt.Errorf("bundle %s: %w", req.ID, ErrNotFound)
+	}
+	if !b.Deleting {
+		return nil, fmt.Errorf("%w: bundle %s is not being deleted", ErrConflict, req.ID)
+	}
+	for _, k := range b.Held() {
+		ledger.Release(t.ledgerStore(), k)
+	}
+	for _, a := range t.BundleAssignments(b.ID()) {
+		t.delete(tableAssignments, a)
+	}
+	t.delete(tableBundles, b)
+	reason := req.Reason
+	if reason == "" {
+		reason = "every job stopped"
+	}
+	t.event("bundleDeleted", b.ID(), "", "bundle %s deleted: %s", b.ID(), reason)
+	return nil, nil
+}
+
+// applyTimer fires due timers. The leader names the bundles it believes are
+// due; the FSM checks each against the command's clock, so a stale or early
+// command changes nothing.
+func (f *FSM) applyTimer(t *tx, req *TimerRequest) (any, error) {
+	t.advance(req.Now)
+	for _, id := range req.Start {
+		if b := t.Bundle(id); b != nil && b.State == StateScheduled && b.Spec.StartAt <= t.now {
+			t.putBundle(cloneBundle(b))
+		}
+	}
+	for _, id := range req.Stop {
+		if b := t.Bundle(id); b != nil && b.Spec.StopAt != 0 && b.Spec.StopAt <= t.now {
+			t.startDeletion(b)
+		}
+	}
+	return nil, nil
+}

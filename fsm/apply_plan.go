@@ -1,0 +1,253 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+// PlanResult says which plan parts committed and why the others did not.
+type PlanResult struct {
+	Committed []int
+	Rejected  []PartRejection
+}
+
+// PartRejection explains one rejected plan part.
+type PartRejection struct {
+	Part     int
+	BundleID string
+	Reason   string
+	// Exhausted is set when the part no longer fit the ledger (a conflict
+	// with a newer state), as opposed to a malformed or stale part.
+	Exhausted bool
+}
+
+func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
+	t.advance(p.Now)
+	res := &PlanResult{}
+	for i := range p.Parts {
+		bundleID, err := t.applyPart(&p.Parts[i])
+		if err != nil {
+			res.Rejected = append(res.Rejected, PartRejection{
+				Part: i, BundleID: bundleID, Reason: err.Error(), Exhausted: errors.Is(err, ledger.ErrExhausted),
+			})
+			continue
+		}
+		res.Committed = append(res.Committed, i)
+	}
+	return res, nil
+}
+
+// staged is a bundle update checked against the ledger but not yet written.
+type staged struct {
+	update  *BundleUpdate
+	old     *Bundle
+	next    *Bundle
+	stopped []string // assignment ids to stop
+}
+
+// applyPart re-checks one part against the current state through a ledger
+// overlay; only if every update fits does anything reach the transaction.
+func (t *tx) applyPart(part *PlanPart) (string, error) {
+	overlay := ledger.NewOverlay(t.ledgerStore())
+	seen := map[string]bool{}
+	var stages []*staged
+	for i := range part.Updates {
+		u := &part.Updates[i]
+		if seen[u.BundleID] {
+			return u.BundleID, fmt.Errorf("%w: bundle %s updated twice in one part", ErrInvalid, u.BundleID)
+		}
+		seen[u.BundleID] = true
+		st, err := t.stage(overlay, u)
+		if err != nil {
+			return u.BundleID, err
+		}
+		stages = append(stages, st)
+	}
+	svc, err := t.stageServices(overlay, part.Services)
+	if err != nil {
+		return "", err
+	}
+	overlay.Commit()
+	for _, st := range stages {
+		t.commitStage(st)
+	}
+	t.commitServices(svc)
+	return "", nil
+}
+
+// stage applies one update to a copy of its bundle and to the overlay.
+func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
+	old := t.Bundle(u.BundleID)
+	if old == nil {
+		return nil, fmt.Errorf("bundle %s: %w", u.BundleID, ErrNotFound)
+	}
+	if old.Deleting && (len(u.Place) > 0 || u.Promote) {
+		return nil, fmt.Errorf("%w: bundle %s is being deleted", ErrConflict, u.BundleID)
+	}
+	st := &staged{update: u, old: old, next: cloneBundle(old)}
+	b := st.next
+	if u.Promote {
+		if len(b.Replicas) < 2 {
+			return nil, fmt.Errorf("%w: bundle %s has no backup to promote", ErrInvalid, b.ID())
+		}
+		b.Replicas[0], b.Replicas[1] = b.Replicas[1], b.Replicas[0]
+		b.Epoch++
+	}
+	for _, r := range u.Release {
+		job := b.slotJob(r.Slot, r.Job)
+		if job == nil || !job.Placed() {
+			return nil, fmt.Errorf("%w: bundle %s slot %d job %s is not placed", ErrConflict, b.ID(), r.Slot, r.Job)
+		}
+		k := ledger.Key{Bundle: b.ID(), Replica: r.Slot, Job: r.Job}
+		ledger.Release(overlay, k)
+		st.stopped = append(st.stopped, assignmentID(k, job.NodeID))
+		*job = JobPlacement{Name: job.Name}
+	}
+	for _, p := range u.Place {
+		if err := t.stagePlace(overlay, b, p); err != nil {
+			return nil, err
+		}
+	}
+	if u.SetDegradations {
+		b.Degradations = mergeDegradations(old.Degradations, u.Degradations, t.now)
+	}
+	b.Explain = u.Explain
+	if u.Explain != nil {
+		b.AttemptIndex = t.index
+	}
+	return st, nil
+}
+
+func (t *tx) stagePlace(overlay *ledger.Overlay, b *Bundle, p Place) error {
+	job := b.slotJob(p.Slot, p.Job)
+	if job == nil {
+		return fmt.Errorf("%w: bundle %s has no job %s in slot %d", ErrInvalid, b.ID(), p.Job, p.Slot)
+	}
+	if job.Placed() {
+		return fmt.Errorf("%w: bundle %s slot %d job %s is already placed", ErrConflict, b.ID(), p.Slot, p.Job)
+	}
+	n := t.State.Node(p.Node)
+	if n == nil || !n.Placeable() {
+		return fmt.Errorf("%w: node %s is not placeable", ErrConflict, p.Node)
+	}
+	if want := b.Spec.SlotPool(p.Slot); n.Pool != want {
+		return fmt.Errorf("%w: node %s is in pool %s, not %s", ErrConflict, p.Node, n.Pool, want)
+	}
+	k := ledger.Key{Bundle: b.ID(), Replica: p.Slot, Job: p.Job}
+	r := ledger.Reservation{Key: k, Node: n.ID, Pool: n.Pool, Grant: p.Grant}
+	if err := ledger.Reserve(overlay, r); err != nil {
+		return fmt.Errorf("bundle %s job %s on node %s: %w", b.ID(), p.Job, n.ID, err)
+	}
+	*job = JobPlacement{Name: p.Job, NodeID: n.ID, Grant: p.Grant, Status: JobAssigned}
+	return nil
+}
+
+// mergeDegradations keeps the original since-time of codes that persist.
+func mergeDegradations(old, next []Degradation, now int64) []Degradation {
+	out := make([]Degradation, 0, len(next))
+	for _, d := range next {
+		d.Since = now
+		for _, o := range old {
+			if o.Code == d.Code {
+				d.Since = o.Since
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// commitStage writes a staged bundle, its assignments and its events.
+func (t *tx) commitStage(st *staged) {
+	b, u := st.next, st.update
+	for _, id := range st.stopped {
+		t.stopAssignment(id)
+	}
+	for _, p := range u.Place {
+		t.startAssignment(b, p)
+	}
+	if u.Promote {
+		t.refreshRoles(b)
+	}
+	t.putBundle(b)
+	t.planEvents(st)
+}
+
+func (t *tx) startAssignment(b *Bundle, p Place) {
+	k := ledger.Key{Bundle: b.ID(), Replica: p.Slot, Job: p.Job}
+	a := &Assignment{
+		ID: assignmentID(k, p.Node), BundleID: b.ID(), Replica: p.Slot, Job: p.Job, NodeID: p.Node,
+		Role: roleOfSlot(b, p.Slot), Epoch: b.Epoch, Desired: DesiredRun, Status: JobAssigned,
+		Grant: p.Grant, CreateIndex: t.index,
+	}
+	if spec := b.Spec.Job(p.Job); spec != nil {
+		a.Launch = spec.Launch
+	}
+	if old := t.Assignment(a.ID); old != nil {
+		a.CreateIndex = old.CreateIndex
+	}
+	t.putAssignment(a)
+}
+
+func roleOfSlot(b *Bundle, slot int) string {
+	if len(b.Replicas) > 0 && b.Replicas[0].Slot == slot {
+		return RolePrimary
+	}
+	return RoleBackup
+}
+
+// refreshRoles rewrites role and epoch on a bundle's running assignments
+// after a promotion, so workers can fence the deposed primary.
+func (t *tx) refreshRoles(b *Bundle) {
+	for _, a := range t.BundleAssignments(b.ID()) {
+		if a.Desired != DesiredRun {
+			continue
+		}
+		cp := *a
+		cp.Role, cp.Epoch = roleOfSlot(b, a.Replica), b.Epoch
+		t.putAssignment(&cp)
+	}
+}
+
+func (t *tx) planEvents(st *staged) {
+	b, u, old := st.next, st.update, st.old
+	id := b.ID()
+	switch {
+	case u.Preemptor != "":
+		t.event("evicted", id, "", "bundle %s evicted by %s", id, u.Preemptor)
+	case len(u.Release) > 0 && len(u.Place) > 0:
+		t.event("bundlePlaced", id, "", "bundle %s moved: %s", id, orDefault(u.Reason, "re-placed"))
+	}
+	if u.Promote {
+		t.event("failover", id, "", "bundle %s: backup promoted to primary, epoch %d: %s", id, b.Epoch, orDefault(u.Reason, "failover"))
+	}
+	for _, d := range b.Degradations {
+		if !old.HasDegradation(d.Code) {
+			t.event("degraded", id, "", "bundle %s degraded: %s: %s", id, d.Code, d.Message)
+		}
+	}
+	for _, d := range old.Degradations {
+		if !b.HasDegradation(d.Code) {
+			t.event("healed", id, "", "bundle %s healed: %s", id, d.Code)
+		}
+	}
+	if b.State != old.State {
+		switch b.State {
+		case StatePlaced, StateDegraded:
+			if old.State != StatePlaced && old.State != StateDegraded {
+				t.event("bundlePlaced", id, "", "bundle %s placed", id)
+			}
+		case StateUnplaceable:
+			t.event("bundleUnplaceable", id, "", "bundle %s cannot be placed now", id)
+		}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

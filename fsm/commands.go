@@ -1,0 +1,220 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+// MessageType is the first byte of every Raft command. The numbering is
+// append-only: never reuse or renumber a value, or old logs replay wrongly.
+type MessageType uint8
+
+// IgnoreUnknownFlag marks a command that older servers may skip (DESIGN §5).
+const IgnoreUnknownFlag MessageType = 0x80
+
+// Command types. Append new ones at the end.
+const (
+	RegisterNodeType     MessageType = 1
+	DeregisterNodeType   MessageType = 2
+	NodeStatusType       MessageType = 3
+	NodeCordonType       MessageType = 4
+	NodeDrainType        MessageType = 5
+	UpsertPoolType       MessageType = 6
+	DeletePoolType       MessageType = 7
+	CreateBundleType     MessageType = 8
+	ReplaceBundleType    MessageType = 9
+	DeleteBundleType     MessageType = 10
+	PurgeBundleType      MessageType = 11
+	ApplyPlanType        MessageType = 12
+	AssignmentStatusType MessageType = 13
+	UpsertServiceType    MessageType = 14
+	DeleteServiceType    MessageType = 15
+	TimerType            MessageType = 16
+)
+
+// String names a command type for logs and errors.
+func (t MessageType) String() string {
+	if name, ok := messageTypeNames[t]; ok {
+		return name
+	}
+	return fmt.Sprintf("MessageType(%d)", uint8(t))
+}
+
+var messageTypeNames = map[MessageType]string{
+	RegisterNodeType: "RegisterNode", DeregisterNodeType: "DeregisterNode",
+	NodeStatusType: "NodeStatus", NodeCordonType: "NodeCordon", NodeDrainType: "NodeDrain",
+	UpsertPoolType: "UpsertPool", DeletePoolType: "DeletePool",
+	CreateBundleType: "CreateBundle", ReplaceBundleType: "ReplaceBundle",
+	DeleteBundleType: "DeleteBundle", PurgeBundleType: "PurgeBundle",
+	ApplyPlanType: "ApplyPlan", AssignmentStatusType: "AssignmentStatus",
+	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
+	TimerType: "Timer",
+}
+
+// RegisterNodeRequest registers a node or replaces its inventory.
+type RegisterNodeRequest struct {
+	Node Node
+	Now  int64
+}
+
+// DeregisterNodeRequest removes a node; Force releases whatever it holds.
+type DeregisterNodeRequest struct {
+	NodeID string
+	Force  bool
+	Now    int64
+}
+
+// NodeStatusRequest is a status transition observed through gossip by the
+// leader, with the failure-domain labels the node publishes there.
+type NodeStatusRequest struct {
+	NodeID string
+	Status string
+	AZ     string
+	Cloud  string
+	Now    int64
+}
+
+// NodeFlagRequest sets or clears cordon (NodeCordonType) or drain (NodeDrainType).
+type NodeFlagRequest struct {
+	NodeID string
+	On     bool
+	Now    int64
+}
+
+// UpsertPoolRequest creates or replaces a pool's settings.
+type UpsertPoolRequest struct {
+	Pool Pool
+}
+
+// DeletePoolRequest removes an unused pool.
+type DeletePoolRequest struct {
+	Name string
+}
+
+// CreateBundleRequest creates a bundle; an identical retry is not an error.
+type CreateBundleRequest struct {
+	Spec BundleSpec
+	Now  int64
+}
+
+// ReplaceBundleRequest replaces a bundle's spec; CAS, when non-zero, must
+// equal the bundle's modifyIndex.
+type ReplaceBundleRequest struct {
+	Spec BundleSpec
+	CAS  uint64
+	Now  int64
+}
+
+// DeleteBundleRequest starts the stop-then-delete saga.
+type DeleteBundleRequest struct {
+	ID  string
+	Now int64
+}
+
+// PurgeBundleRequest removes a deleting bundle and everything it holds.
+type PurgeBundleRequest struct {
+	ID     string
+	Reason string
+	Now    int64
+}
+
+// AssignmentStatusRequest is a worker's report on one assignment.
+type AssignmentStatusRequest struct {
+	NodeID       string
+	AssignmentID string
+	Status       string
+	Message      string
+	Now          int64
+}
+
+// UpsertServiceRequest creates or replaces a node service.
+type UpsertServiceRequest struct {
+	Service NodeService
+}
+
+// DeleteServiceRequest removes a node service and stops its assignments.
+type DeleteServiceRequest struct {
+	ID string
+}
+
+// TimerRequest carries the leader's clock and the bundles whose startAt
+// (Start) or stopAt (Stop) the leader believes due.
+type TimerRequest struct {
+	Now   int64
+	Start []string
+	Stop  []string
+}
+
+// Plan is a batch of placement decisions for many bundles. Each part commits
+// all or nothing; the FSM re-checks every part against the ledger.
+type Plan struct {
+	Now   int64
+	Parts []PlanPart
+}
+
+// PlanPart groups updates that must commit together, such as a preemptor's
+// placement and the evictions that make room for it.
+type PlanPart struct {
+	Updates  []BundleUpdate
+	Services []ServicePlacement
+}
+
+// SlotJob names one job of one replica slot.
+type SlotJob struct {
+	Slot int
+	Job  string
+}
+
+// Place puts one job of one replica slot on a node with a concrete grant.
+type Place struct {
+	Slot  int
+	Job   string
+	Node  string
+	Grant ledger.Grant
+}
+
+// BundleUpdate changes one bundle's placement. Releases apply before
+// placements, so a job can move in one update.
+type BundleUpdate struct {
+	BundleID string
+	// Promote swaps the replicas so the backup becomes primary; epoch advances.
+	Promote bool
+	Release []SlotJob
+	Place   []Place
+	// SetDegradations replaces the degradation list with Degradations.
+	SetDegradations bool
+	Degradations    []Degradation
+	Explain         *Explain
+	// Preemptor names the bundle whose placement evicts this one.
+	Preemptor string
+	// Reason is a short human explanation for events (failover, drain, heal).
+	Reason string
+}
+
+// ServicePlacement places (or, with Stop, stops) a node service on a node.
+type ServicePlacement struct {
+	ServiceID string
+	Node      string
+	Grant     ledger.Grant
+	Stop      bool
+}
+
+var msgpackHandle = &codec.MsgpackHandle{}
+
+// Encode builds a Raft command: the type byte, then the msgpack body.
+func Encode(t MessageType, body any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(byte(t))
+	if err := codec.NewEncoder(&buf, msgpackHandle).Encode(body); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(body []byte, out any) error {
+	return codec.NewDecoderBytes(body, msgpackHandle).Decode(out)
+}

@@ -1,0 +1,206 @@
+// Package fsm is amserver's replicated state machine: the command set, the
+// go-memdb state store, deterministic Apply, and snapshots.
+package fsm
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
+)
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// Result is the response of every applied command.
+type Result struct {
+	Index uint64
+	Err   error
+	// Value is command-specific: *Bundle for creates and replaces (Created
+	// says whether a create made a new one), *PlanResult for plans.
+	Value   any
+	Created bool
+}
+
+// Config wires the FSM's collaborators.
+type Config struct {
+	Logger *slog.Logger
+	// Exprs compiles constraint expressions during validation; may be nil.
+	Exprs ExprChecker
+}
+
+// FSM applies raft log entries to the state store.
+type FSM struct {
+	logger *slog.Logger
+	exprs  ExprChecker
+
+	mu       sync.RWMutex // guards db and changeCh across a restore swap
+	db       *memdb.MemDB
+	changeCh chan struct{}
+	applied  atomic.Uint64 // raft index of the last applied entry
+	handlers [256]handler
+}
+
+type handler func(t *tx, body []byte) (any, error)
+
+// New returns an empty FSM.
+func New(cfg Config) *FSM {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &FSM{
+		logger:   cfg.Logger,
+		exprs:    cfg.Exprs,
+		db:       newDB(),
+		changeCh: make(chan struct{}),
+	}
+	f.registerHandlers()
+	return f
+}
+
+// registerHandlers fills the dispatch table, keyed by command type byte.
+func (f *FSM) registerHandlers() {
+	f.handlers[RegisterNodeType] = decoded(f.applyRegisterNode)
+	f.handlers[DeregisterNodeType] = decoded(f.applyDeregisterNode)
+	f.handlers[NodeStatusType] = decoded(f.applyNodeStatus)
+	f.handlers[NodeCordonType] = decoded(f.applyCordon)
+	f.handlers[NodeDrainType] = decoded(f.applyDrain)
+	f.handlers[UpsertPoolType] = decoded(f.applyUpsertPool)
+	f.handlers[DeletePoolType] = decoded(f.applyDeletePool)
+	f.handlers[CreateBundleType] = decoded(f.applyCreateBundle)
+	f.handlers[ReplaceBundleType] = decoded(f.applyReplaceBundle)
+	f.handlers[DeleteBundleType] = decoded(f.applyDeleteBundle)
+	f.handlers[PurgeBundleType] = decoded(f.applyPurgeBundle)
+	f.handlers[ApplyPlanType] = decoded(f.applyPlan)
+	f.handlers[AssignmentStatusType] = decoded(f.applyAssignmentStatus)
+	f.handlers[UpsertServiceType] = decoded(f.applyUpsertService)
+	f.handlers[DeleteServiceType] = decoded(f.applyDeleteService)
+	f.handlers[TimerType] = decoded(f.applyTimer)
+}
+
+// decoded adapts a typed handler: decode the msgpack body, then apply.
+func decoded[Req any](fn func(t *tx, req *Req) (any, error)) handler {
+	return func(t *tx, body []byte) (any, error) {
+		var req Req
+		if err := decode(body, &req); err != nil {
+			panic(&UndecodableError{Err: err})
+		}
+		return fn(t, &req)
+	}
+}
+
+// UndecodableError is the panic value for a command whose body cannot be
+// decoded: bytes that a correct leader never writes (DESIGN §5).
+type UndecodableError struct {
+	Type MessageType
+	Err  error
+}
+
+func (e *UndecodableError) Error() string {
+	return fmt.Sprintf("amserver: undecodable %s command: %v", e.Type, e.Err)
+}
+
+// Apply implements raft.FSM.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch implements raft.BatchingFSM: one write transaction per command,
+// so a failed command leaves no trace, and one wake-up for the whole batch.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	changed := map[string]bool{}
+	f.mu.RLock()
+	db := f.db
+	f.mu.RUnlock()
+	for i, l := range logs {
+		f.applied.Store(l.Index)
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		out[i] = f.applyOne(db, l, changed)
+	}
+	f.notify(changed)
+	return out
+}
+
+func (f *FSM) applyOne(db *memdb.MemDB, l *raft.Log, changed map[string]bool) *Result {
+	if len(l.Data) == 0 {
+		panic(&UndecodableError{Err: fmt.Errorf("empty command at index %d", l.Index)})
+	}
+	typ := MessageType(l.Data[0])
+	h := f.handlers[typ]
+	if h == nil {
+		if typ&IgnoreUnknownFlag != 0 {
+			f.logger.Warn("ignoring unknown command", "type", uint8(typ), "index", l.Index)
+			return &Result{Index: l.Index}
+		}
+		panic(&UndecodableError{Type: typ, Err: fmt.Errorf("unknown command type at index %d", l.Index)})
+	}
+	t := newTx(db, l.Index)
+	value, err := f.dispatch(h, typ, t, l.Data[1:])
+	if err != nil {
+		t.txn.Abort()
+		return &Result{Index: l.Index, Err: err}
+	}
+	t.finish()
+	t.txn.Commit()
+	for table := range t.changed {
+		changed[table] = true
+	}
+	res := &Result{Index: l.Index, Value: value}
+	if c, ok := value.(created); ok {
+		res.Value, res.Created = c.bundle, c.isNew
+	}
+	return res
+}
+
+func (f *FSM) dispatch(h handler, typ MessageType, t *tx, body []byte) (value any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if u, ok := r.(*UndecodableError); ok && u.Type == 0 {
+				u.Type = typ
+			}
+			t.txn.Abort()
+			panic(r)
+		}
+	}()
+	return h(t, body)
+}
+
+// created carries a create's result through the generic handler signature.
+type created struct {
+	bundle *Bundle
+	isNew  bool
+}
+
+// State returns a consistent read-only view of the current state.
+func (f *FSM) State() *State {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return newState(f.db)
+}
+
+// WatchCh returns a channel closed at the next committed change (or
+// restore). Blocking queries wait on it, then compare table indexes: a wake-up
+// for an unrelated table costs one index read.
+func (f *FSM) WatchCh() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changeCh
+}
+
+func (f *FSM) notify(changed map[string]bool) {
+	if len(changed) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.changeCh)
+	f.changeCh = make(chan struct{})
+}

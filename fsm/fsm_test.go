@@ -1,0 +1,284 @@
+package fsm
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+func TestCreateBundleIdempotentRetry(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	spec := testBundle("b1", "p", testJob("enc", 1500, 2))
+
+	first := h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	if !first.Created || first.Value.(*Bundle).State != StatePending {
+		t.Fatalf("first create: created=%v value=%+v", first.Created, first.Value)
+	}
+	retry := h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	if retry.Created {
+		t.Fatal("identical retry reported as a new bundle")
+	}
+	if retry.Value.(*Bundle).CreateIndex != first.Value.(*Bundle).CreateIndex {
+		t.Fatal("identical retry returned a different bundle")
+	}
+	other := spec
+	other.Priority = PriorityGold
+	res := h.apply(CreateBundleType, &CreateBundleRequest{Spec: other})
+	if !errors.Is(res.Err, ErrExists) {
+		t.Fatalf("different spec under the same id: err=%v, want ErrExists", res.Err)
+	}
+}
+
+func TestReplaceBundleCAS(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	spec := testBundle("b1", "p", testJob("enc", 1000, 0))
+	b := h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec}).Value.(*Bundle)
+
+	tagged := spec
+	tagged.Tags = map[string]string{"team": "video"}
+	stale := h.apply(ReplaceBundleType, &ReplaceBundleRequest{Spec: tagged, CAS: b.ModifyIndex + 100})
+	if !errors.Is(stale.Err, ErrCASMismatch) {
+		t.Fatalf("stale CAS: err=%v", stale.Err)
+	}
+	nb := h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: tagged, CAS: b.ModifyIndex}).Value.(*Bundle)
+	if nb.Spec.Tags["team"] != "video" || nb.ModifyIndex <= b.ModifyIndex {
+		t.Fatalf("replace did not apply: %+v", nb)
+	}
+	again := h.apply(ReplaceBundleType, &ReplaceBundleRequest{Spec: tagged, CAS: b.ModifyIndex})
+	if !errors.Is(again.Err, ErrCASMismatch) {
+		t.Fatalf("reused CAS must fail: %v", again.Err)
+	}
+	missing := h.apply(ReplaceBundleType, &ReplaceBundleRequest{Spec: testBundle("nope", "p", testJob("x", 1, 0))})
+	if !errors.Is(missing.Err, ErrNotFound) {
+		t.Fatalf("replace of a missing bundle: %v", missing.Err)
+	}
+}
+
+func TestReplaceKeepsPlacementUnlessItMatters(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	spec := testBundle("b1", "p", testJob("enc", 1000, 1))
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+
+	tagged := spec
+	tagged.Priority = PriorityGold
+	b := h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: tagged}).Value.(*Bundle)
+	if b.State != StatePlaced {
+		t.Fatalf("priority change dropped the placement: %s", b.State)
+	}
+	bigger := tagged
+	bigger.Jobs = []Job{testJob("enc", 2000, 1)}
+	b = h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: bigger}).Value.(*Bundle)
+	if b.State != StatePending || len(h.fsm.State().Reservations()) != 0 {
+		t.Fatalf("requirement change must re-queue and release: state=%s", b.State)
+	}
+	checkInvariants(t, h.fsm)
+}
+
+func TestDeletionSaga(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p", testJob("enc", 1000, 1))})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+	asg := h.fsm.State().NodeAssignments("n1")
+	if len(asg) != 1 || asg[0].Desired != DesiredRun {
+		t.Fatalf("assignments after placement: %+v", asg)
+	}
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: asg[0].ID, Status: JobRunning})
+	if got := h.fsm.State().Bundle("b1").Replicas[0].Jobs[0].Status; got != JobRunning {
+		t.Fatalf("job status %s, want running", got)
+	}
+
+	h.ok(DeleteBundleType, &DeleteBundleRequest{ID: "b1", Now: 10})
+	st := h.fsm.State()
+	if st.Bundle("b1").State != StateDeleting || st.NodeAssignments("n1")[0].Desired != DesiredStop {
+		t.Fatal("delete must mark the bundle deleting and its assignments desired stop")
+	}
+	if len(st.Reservations()) != 1 {
+		t.Fatal("reservations must be held until the jobs are confirmed stopped")
+	}
+	if res := h.apply(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 1, "n1")}}); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: asg[0].ID, Status: JobStopped})
+	if n := len(h.fsm.State().NodeAssignments("n1")); n != 0 {
+		t.Fatalf("a stopped, desired-stopped assignment must be removed; %d left", n)
+	}
+	h.ok(PurgeBundleType, &PurgeBundleRequest{ID: "b1", Now: 11})
+	st = h.fsm.State()
+	if st.Bundle("b1") != nil || len(st.Reservations()) != 0 || st.Node("n1").Usage.Capacity != 0 {
+		t.Fatal("purge must remove the bundle and release everything")
+	}
+	checkInvariants(t, h.fsm)
+}
+
+func TestPromotionBumpsEpochAndRoles(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	h.readyNode(testNode("n2", "p", "az2", "c2", 4000, 4))
+	spec := testBundle("b1", "p", testJob("enc", 1000, 1))
+	spec.Resilience = &Resilience{SameNode: Forbid}
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	p0, p1 := h.placeAll("b1", 0, "n1"), h.placeAll("b1", 1, "n2")
+	p0.Updates[0].Place = append(p0.Updates[0].Place, p1.Updates[0].Place...)
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{p0}})
+	b := h.fsm.State().Bundle("b1")
+	if b.State != StatePlaced || b.Epoch != 1 {
+		t.Fatalf("state %s epoch %d", b.State, b.Epoch)
+	}
+
+	h.ok(NodeStatusType, &NodeStatusRequest{NodeID: "n1", Status: NodeDown})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Updates: []BundleUpdate{{
+		BundleID: "b1", Promote: true, Release: []SlotJob{{Slot: 0, Job: "enc"}}, Reason: "node n1 down",
+	}}}}})
+	b = h.fsm.State().Bundle("b1")
+	if b.Epoch != 2 || b.Replicas[0].Slot != 1 || b.Replicas[0].Role != RolePrimary || b.Replicas[1].Role != RoleBackup {
+		t.Fatalf("after promotion: epoch %d replicas %+v", b.Epoch, b.Replicas)
+	}
+	if b.State != StateDegraded {
+		t.Fatalf("backup lost: state %s, want degraded", b.State)
+	}
+	for _, a := range h.fsm.State().NodeAssignments("n2") {
+		if a.Role != RolePrimary || a.Epoch != 2 {
+			t.Fatalf("n2 assignment not promoted: %+v", a)
+		}
+	}
+	if a := h.fsm.State().NodeAssignments("n1"); len(a) != 1 || a[0].Desired != DesiredStop {
+		t.Fatalf("the down node must see its stale assignment desired stopped: %+v", a)
+	}
+	checkInvariants(t, h.fsm)
+}
+
+func TestNodeUpdateBelowReservedRefused(t *testing.T) {
+	h := newHarness(t)
+	n := testNode("n1", "p", "az1", "c1", 4000, 4)
+	h.readyNode(n)
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p", testJob("enc", 3000, 3))})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+	before := stateHash(t, h.fsm)
+	shrunk := n
+	shrunk.TotalCores = 2
+	if res := h.apply(RegisterNodeType, &RegisterNodeRequest{Node: shrunk}); !errors.Is(res.Err, ErrConflict) {
+		t.Fatalf("shrinking below reserved cores: %v", res.Err)
+	}
+	moved := n
+	moved.Pool = "other"
+	if res := h.apply(RegisterNodeType, &RegisterNodeRequest{Node: moved}); !errors.Is(res.Err, ErrInUse) {
+		t.Fatalf("moving a loaded node: %v", res.Err)
+	}
+	if res := h.apply(DeregisterNodeType, &DeregisterNodeRequest{NodeID: "n1"}); !errors.Is(res.Err, ErrInUse) {
+		t.Fatalf("deregistering a loaded node: %v", res.Err)
+	}
+	if stateHash(t, h.fsm) != before {
+		t.Fatal("refused commands changed state")
+	}
+	h.ok(DeregisterNodeType, &DeregisterNodeRequest{NodeID: "n1", Force: true})
+	if b := h.fsm.State().Bundle("b1"); b.State != StatePending {
+		t.Fatalf("forced deregistration must unplace: %s", b.State)
+	}
+	checkInvariants(t, h.fsm)
+}
+
+func TestTimersUseCommandClock(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	spec := testBundle("b1", "p", testJob("enc", 1000, 0))
+	spec.StartAt, spec.StopAt = 1000, 2000
+	if b := h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec, Now: 500}).Value.(*Bundle); b.State != StateScheduled {
+		t.Fatalf("future startAt: state %s", b.State)
+	}
+	h.ok(TimerType, &TimerRequest{Now: 900, Start: []string{"b1"}})
+	if s := h.fsm.State().Bundle("b1").State; s != StateScheduled {
+		t.Fatalf("an early timer must not start the bundle: %s", s)
+	}
+	h.ok(TimerType, &TimerRequest{Now: 1000, Start: []string{"b1"}, Stop: []string{"b1"}})
+	if s := h.fsm.State().Bundle("b1").State; s != StatePending {
+		t.Fatalf("due start: %s", s)
+	}
+	h.ok(TimerType, &TimerRequest{Now: 2000, Stop: []string{"b1"}})
+	if s := h.fsm.State().Bundle("b1").State; s != StateDeleting {
+		t.Fatalf("due stop: %s", s)
+	}
+}
+
+func TestNodeServiceProvidesCapability(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	svc := NodeService{ID: "ptp", Pools: []string{"p"}, Provides: []ledger.Capability{{Name: "ptp-clock", Count: 4}}}
+	h.ok(UpsertServiceType, &UpsertServiceRequest{Service: svc})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Services: []ServicePlacement{{ServiceID: "ptp", Node: "n1"}}}}})
+	id := serviceAssignmentID("ptp", "n1")
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobRunning})
+	inv := h.fsm.State().Node("n1").Inventory()
+	if i := capabilityIndex(inv.Capabilities, "ptp-clock"); i < 0 || inv.Capabilities[i].Count != 4 {
+		t.Fatalf("running service must provide its capability: %+v", inv.Capabilities)
+	}
+	spec := testBundle("b1", "p", Job{Name: "j", Requirements: ledger.Request{
+		Capabilities: []ledger.CapabilityRequest{{Name: "ptp-clock", Count: 1}},
+	}})
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobFailed})
+	st := h.fsm.State()
+	if i := capabilityIndex(st.Node("n1").Inventory().Capabilities, "ptp-clock"); i >= 0 {
+		t.Fatal("failed service still provides its capability")
+	}
+	if st.Bundle("b1").State != StatePending {
+		t.Fatalf("consumer of a withdrawn capability must lose its reservation: %s", st.Bundle("b1").State)
+	}
+	checkInvariants(t, h.fsm)
+}
+
+func TestUnknownCommandTypes(t *testing.T) {
+	h := newHarness(t)
+	ignored := h.fsm.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: []byte{byte(IgnoreUnknownFlag | 0x7f), 0xc0}})
+	if res, ok := ignored.(*Result); !ok || res.Err != nil {
+		t.Fatalf("flagged unknown command must be ignored: %#v", ignored)
+	}
+	defer func() {
+		r := recover()
+		if _, ok := r.(*UndecodableError); !ok {
+			t.Fatalf("unflagged unknown command must panic with UndecodableError, got %#v", r)
+		}
+	}()
+	h.fsm.Apply(&raft.Log{Index: 2, Type: raft.LogCommand, Data: []byte{0x7f}})
+}
+
+func TestBadFieldValuesChangeNothing(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	before := stateHash(t, h.fsm)
+	bad := []struct {
+		typ  MessageType
+		body any
+	}{
+		{RegisterNodeType, &RegisterNodeRequest{Node: Node{ID: "Bad Id", Pool: "p", TotalCapacity: 1}}},
+		{RegisterNodeType, &RegisterNodeRequest{Node: Node{ID: "n2", Pool: "p", TotalCapacity: -5}}},
+		{NodeStatusType, &NodeStatusRequest{NodeID: "n1", Status: "exploded"}},
+		{NodeStatusType, &NodeStatusRequest{NodeID: "ghost", Status: NodeReady}},
+		{UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "q", Kind: "weird"}}},
+		{DeletePoolType, &DeletePoolRequest{Name: "p"}},
+		{CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "nope", testJob("j", 1, 0))}},
+		{CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p")}},
+		{DeleteBundleType, &DeleteBundleRequest{ID: "ghost"}},
+		{PurgeBundleType, &PurgeBundleRequest{ID: "ghost"}},
+		{AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: "x", Status: "bogus"}},
+		{AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: "x", Status: JobRunning}},
+		{UpsertServiceType, &UpsertServiceRequest{Service: NodeService{ID: "s"}}},
+		{DeleteServiceType, &DeleteServiceRequest{ID: "ghost"}},
+	}
+	for _, c := range bad {
+		if res := h.apply(c.typ, c.body); res.Err == nil {
+			t.Errorf("%s %+v: want an error", c.typ, c.body)
+		}
+	}
+	if stateHash(t, h.fsm) != before {
+		t.Fatal("failed commands changed state")
+	}
+}

@@ -1,0 +1,155 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/snapshot"
+)
+
+// section describes how one table is stored in a snapshot. Kinds are
+// append-only, like command types.
+type section struct {
+	kind  uint8
+	table string
+	row   func() any
+}
+
+var sections = []section{
+	{1, tableNodes, func() any { return &Node{} }},
+	{2, tablePools, func() any { return &Pool{} }},
+	{3, tableBundles, func() any { return &Bundle{} }},
+	{4, tableReservations, func() any { return &reservationRow{} }},
+	{5, tableAssignments, func() any { return &Assignment{} }},
+	{6, tableServices, func() any { return &NodeService{} }},
+	{7, tableEvents, func() any { return &eventRow{} }},
+	{8, tableMeta, func() any { return &metaRow{} }},
+	{9, tableIndex, func() any { return &indexRow{} }},
+}
+
+func sectionByKind(kind uint8) (section, bool) {
+	for _, s := range sections {
+		if s.kind == kind {
+			return s, true
+		}
+	}
+	return section{}, false
+}
+
+// fsmSnapshot is a point-in-time memdb snapshot; Persist runs off the FSM's
+// goroutine while Apply continues.
+type fsmSnapshot struct {
+	db    *memdb.MemDB
+	index uint64
+}
+
+var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
+
+// Snapshot implements raft.FSM.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return &fsmSnapshot{db: f.db.Snapshot(), index: f.applied.Load()}, nil
+}
+
+// Persist implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := WriteSnapshot(sink, s.db, s.index); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Release() {}
+
+// WriteSnapshot writes every table of db in the snapshot format.
+func WriteSnapshot(w io.Writer, db *memdb.MemDB, index uint64) error {
+	sw, err := snapshot.NewWriter(w, snapshot.Header{Index: index})
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	txn := db.Txn(false)
+	var buf bytes.Buffer
+	enc := codec.NewEncoder(&buf, msgpackHandle)
+	for _, sec := range sections {
+		if err := sw.BeginSection(sec.kind, sec.table); err != nil {
+			return fmt.Errorf("snapshot section %s: %w", sec.table, err)
+		}
+		it, err := txn.Get(sec.table, "id")
+		if err != nil {
+			return fmt.Errorf("snapshot section %s: %w", sec.table, err)
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			buf.Reset()
+			enc.Reset(&buf)
+			if err := enc.Encode(raw); err != nil {
+				return fmt.Errorf("snapshot encode %s row: %w", sec.table, err)
+			}
+			if err := sw.Record(buf.Bytes()); err != nil {
+				return fmt.Errorf("snapshot write %s row: %w", sec.table, err)
+			}
+		}
+	}
+	return sw.Close()
+}
+
+// Restore implements raft.FSM: it builds a fresh store from the snapshot and
+// swaps it in only when the whole snapshot read back with a valid checksum,
+// so nothing of the previous state survives and a bad file changes nothing.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	db, index, err := ReadSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.db = db
+	f.applied.Store(index)
+	close(f.changeCh)
+	f.changeCh = make(chan struct{})
+	f.mu.Unlock()
+	return nil
+}
+
+// ReadSnapshot reads a snapshot into a new store.
+func ReadSnapshot(r io.Reader) (*memdb.MemDB, uint64, error) {
+	sr, err := snapshot.NewReader(r)
+	if err != nil {
+		return nil, 0, fmt.Errorf("restore: %w", err)
+	}
+	db := newDB()
+	txn := db.Txn(true)
+	defer txn.Abort()
+	dec := codec.NewDecoderBytes(nil, msgpackHandle)
+	for {
+		kind, name, rec, err := sr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("restore: %w", err)
+		}
+		sec, ok := sectionByKind(kind)
+		if !ok {
+			return nil, 0, fmt.Errorf("restore: unknown section %d (%s): snapshot from a newer server?", kind, name)
+		}
+		row := sec.row()
+		dec.ResetBytes(rec)
+		if err := dec.Decode(row); err != nil {
+			return nil, 0, fmt.Errorf("restore: decode %s row: %w", sec.table, err)
+		}
+		if err := txn.Insert(sec.table, row); err != nil {
+			return nil, 0, fmt.Errorf("restore: insert %s row: %w", sec.table, err)
+		}
+	}
+	txn.Commit()
+	return db, sr.Header().Index, nil
+}

@@ -1,0 +1,200 @@
+package fsm
+
+import (
+	"strings"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+// State is a consistent, read-only view of the replicated state at one raft
+// index. Readers and the scheduler work on it without blocking Apply. Objects
+// it returns are shared: never modify them.
+type State struct {
+	txn *memdb.Txn
+}
+
+func newState(db *memdb.MemDB) *State {
+	return &State{txn: db.Txn(false)}
+}
+
+func first[T any](txn *memdb.Txn, table, index string, args ...any) *T {
+	raw, err := txn.First(table, index, args...)
+	if err != nil || raw == nil {
+		return nil
+	}
+	v, _ := raw.(*T)
+	return v
+}
+
+func all[T any](txn *memdb.Txn, table, index string, args ...any) []*T {
+	it, err := txn.Get(table, index, args...)
+	if err != nil {
+		return nil
+	}
+	var out []*T
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if v, ok := raw.(*T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Node returns a node or nil.
+func (s *State) Node(id string) *Node { return first[Node](s.txn, tableNodes, "id", id) }
+
+// Nodes returns nodes sorted by id; pool "" means every pool.
+func (s *State) Nodes(pool string) []*Node {
+	if pool == "" {
+		return all[Node](s.txn, tableNodes, "id")
+	}
+	return all[Node](s.txn, tableNodes, "pool", pool)
+}
+
+// Pool returns a pool or nil.
+func (s *State) Pool(name string) *Pool { return first[Pool](s.txn, tablePools, "id", name) }
+
+// Pools returns every pool sorted by name.
+func (s *State) Pools() []*Pool { return all[Pool](s.txn, tablePools, "id") }
+
+// Bundle returns a bundle or nil.
+func (s *State) Bundle(id string) *Bundle { return first[Bundle](s.txn, tableBundles, "id", id) }
+
+// Bundles returns bundles sorted by id, filtered by pool and state when set.
+func (s *State) Bundles(pool, state string) []*Bundle {
+	var list []*Bundle
+	switch {
+	case pool != "":
+		list = all[Bundle](s.txn, tableBundles, "pool", pool)
+	case state != "":
+		list = all[Bundle](s.txn, tableBundles, "state", state)
+	default:
+		list = all[Bundle](s.txn, tableBundles, "id")
+	}
+	if pool == "" || state == "" {
+		return list
+	}
+	out := list[:0:0]
+	for _, b := range list {
+		if b.State == state {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// BundlesInState returns the bundles in any of the given states, sorted by id
+// within each state.
+func (s *State) BundlesInState(states ...string) []*Bundle {
+	var out []*Bundle
+	for _, st := range states {
+		out = append(out, all[Bundle](s.txn, tableBundles, "state", st)...)
+	}
+	return out
+}
+
+// Reservation returns the reservation with key k.
+func (s *State) Reservation(k ledger.Key) (ledger.Reservation, bool) {
+	row := first[reservationRow](s.txn, tableReservations, "id", k.String())
+	if row == nil {
+		return ledger.Reservation{}, false
+	}
+	return row.Reservation, true
+}
+
+// NodeReservations returns the reservations held on a node.
+func (s *State) NodeReservations(node string) []ledger.Reservation {
+	return reservations(all[reservationRow](s.txn, tableReservations, "node", node))
+}
+
+// Reservations returns every reservation sorted by key.
+func (s *State) Reservations() []ledger.Reservation {
+	return reservations(all[reservationRow](s.txn, tableReservations, "id"))
+}
+
+func reservations(rows []*reservationRow) []ledger.Reservation {
+	out := make([]ledger.Reservation, len(rows))
+	for i, r := range rows {
+		out[i] = r.Reservation
+	}
+	return out
+}
+
+// Assignment returns an assignment or nil.
+func (s *State) Assignment(id string) *Assignment {
+	return first[Assignment](s.txn, tableAssignments, "id", id)
+}
+
+// NodeAssignments returns what a node's worker must run (or stop).
+func (s *State) NodeAssignments(node string) []*Assignment {
+	return all[Assignment](s.txn, tableAssignments, "node", node)
+}
+
+// BundleAssignments returns a bundle's assignments on every node.
+func (s *State) BundleAssignments(bundle string) []*Assignment {
+	return all[Assignment](s.txn, tableAssignments, "bundle", bundle)
+}
+
+// ServiceAssignments returns a node service's assignments.
+func (s *State) ServiceAssignments(service string) []*Assignment {
+	return all[Assignment](s.txn, tableAssignments, "service", service)
+}
+
+// Service returns a node service or nil.
+func (s *State) Service(id string) *NodeService {
+	return first[NodeService](s.txn, tableServices, "id", id)
+}
+
+// Services returns every node service sorted by id.
+func (s *State) Services() []*NodeService { return all[NodeService](s.txn, tableServices, "id") }
+
+// Events returns up to limit events after the given raft index, oldest first.
+func (s *State) Events(afterIndex uint64, limit int) []Event {
+	it, err := s.txn.LowerBound(tableEvents, "id", eventID(afterIndex+1, 0))
+	if err != nil {
+		return nil
+	}
+	var out []Event
+	for raw := it.Next(); raw != nil && (limit <= 0 || len(out) < limit); raw = it.Next() {
+		out = append(out, raw.(*eventRow).Event)
+	}
+	return out
+}
+
+// Index returns the highest last-change index among the given tables (all
+// tables when none are named).
+func (s *State) Index(tables ...string) uint64 {
+	if len(tables) == 0 {
+		tables = Tables
+	}
+	var max uint64
+	for _, t := range tables {
+		if row := first[indexRow](s.txn, tableIndex, "id", t); row != nil && row.Index > max {
+			max = row.Index
+		}
+	}
+	return max
+}
+
+// LastTimer is the leader clock of the latest command that carried one.
+func (s *State) LastTimer() int64 {
+	if row := first[metaRow](s.txn, tableMeta, "id", metaKey); row != nil {
+		return row.LastTimer
+	}
+	return 0
+}
+
+// SplitAssignmentID parses "bundle:slot:job@node"; ok is false for other forms.
+func SplitAssignmentID(id string) (bundle, job, node string, ok bool) {
+	at := strings.LastIndexByte(id, '@')
+	if at < 0 {
+		return "", "", "", false
+	}
+	parts := strings.Split(id[:at], ":")
+	if len(parts) != 3 {
+		return "", "", "", false
+	}
+	return parts[0], parts[2], id[at+1:], true
+}

@@ -1,0 +1,183 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+// maxEvents bounds the replicated event log; older events are pruned in the
+// same deterministic way on every replica.
+const maxEvents = 10000
+
+// tx is one command's write transaction. It stamps modify indexes, records
+// which tables changed (for blocking queries) and collects events.
+type tx struct {
+	State
+	index   uint64
+	now     int64
+	changed map[string]bool
+	events  []Event
+}
+
+var _ ledger.Store = txLedger{}
+
+func newTx(db *memdb.MemDB, index uint64) *tx {
+	t := &tx{State: State{txn: db.Txn(true)}, index: index, changed: map[string]bool{}}
+	t.now = t.LastTimer()
+	return t
+}
+
+// insert writes a row; every failure here is a schema bug, never user input.
+func (t *tx) insert(table string, obj any) {
+	if err := t.txn.Insert(table, obj); err != nil {
+		panic(fmt.Sprintf("amserver: insert into %s: %v", table, err))
+	}
+	t.changed[table] = true
+}
+
+func (t *tx) delete(table string, obj any) {
+	if err := t.txn.Delete(table, obj); err != nil {
+		panic(fmt.Sprintf("amserver: delete from %s: %v", table, err))
+	}
+	t.changed[table] = true
+}
+
+func (t *tx) putNode(n *Node) {
+	n.ModifyIndex = t.index
+	t.insert(tableNodes, n)
+}
+
+func (t *tx) putPool(p *Pool) {
+	p.ModifyIndex = t.index
+	t.insert(tablePools, p)
+}
+
+func (t *tx) putBundle(b *Bundle) {
+	b.ModifyIndex = t.index
+	for i := range b.Replicas {
+		r := &b.Replicas[i]
+		r.Role, r.State = RoleBackup, replicaState(r)
+		if i == 0 {
+			r.Role = RolePrimary
+		}
+	}
+	b.State = deriveState(b, t.now)
+	t.insert(tableBundles, b)
+}
+
+func (t *tx) putAssignment(a *Assignment) {
+	a.ModifyIndex = t.index
+	t.insert(tableAssignments, a)
+}
+
+func (t *tx) event(typ, bundleID, nodeID, format string, args ...any) {
+	t.events = append(t.events, Event{
+		Index: t.index, Seq: len(t.events), Time: t.now, Type: typ,
+		BundleID: bundleID, NodeID: nodeID, Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// finish writes events and table indexes; the caller commits.
+func (t *tx) finish() {
+	for _, e := range t.events {
+		t.insert(tableEvents, &eventRow{ID: eventID(e.Index, e.Seq), Event: e})
+	}
+	if len(t.events) > 0 {
+		t.pruneEvents()
+	}
+	if t.now > t.LastTimer() {
+		t.insert(tableMeta, &metaRow{Key: metaKey, LastTimer: t.now})
+	}
+	for _, table := range Tables {
+		if t.changed[table] && table != tableIndex {
+			t.insert(tableIndex, &indexRow{Table: table, Index: t.index})
+		}
+	}
+}
+
+func (t *tx) pruneEvents() {
+	it, err := t.txn.Get(tableEvents, "id")
+	if err != nil {
+		return
+	}
+	count := 0
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		count++
+	}
+	if count <= maxEvents {
+		return
+	}
+	it, _ = t.txn.Get(tableEvents, "id")
+	var stale []any
+	for raw := it.Next(); raw != nil && len(stale) < count-maxEvents; raw = it.Next() {
+		stale = append(stale, raw)
+	}
+	for _, row := range stale {
+		t.delete(tableEvents, row)
+	}
+}
+
+// txLedger is the ledger's view of a write transaction.
+type txLedger struct{ t *tx }
+
+func (t *tx) ledgerStore() txLedger { return txLedger{t: t} }
+
+// Node implements ledger.Store.
+func (l txLedger) Node(id string) (ledger.Inventory, ledger.Usage, bool) {
+	n := l.t.State.Node(id)
+	if n == nil {
+		return ledger.Inventory{}, ledger.Usage{}, false
+	}
+	return n.Inventory(), n.Usage, true
+}
+
+// Pool implements ledger.Store.
+func (l txLedger) Pool(name string) (ledger.PoolCaps, ledger.PoolUsage) {
+	p := l.t.State.Pool(name)
+	if p == nil {
+		return ledger.PoolCaps{}, ledger.PoolUsage{}
+	}
+	return p.Caps, p.Usage
+}
+
+// SetUsage implements ledger.Store.
+func (l txLedger) SetUsage(node string, used ledger.Usage) {
+	n := l.t.State.Node(node)
+	if n == nil {
+		return
+	}
+	cp := *n
+	cp.Usage = used
+	l.t.putNode(&cp)
+}
+
+// SetPoolUsage implements ledger.Store.
+func (l txLedger) SetPoolUsage(pool string, used ledger.PoolUsage) {
+	p := l.t.State.Pool(pool)
+	if p == nil {
+		return
+	}
+	cp := *p
+	cp.Usage = used
+	l.t.putPool(&cp)
+}
+
+// PutReservation implements ledger.Store.
+func (l txLedger) PutReservation(r ledger.Reservation) {
+	l.t.insert(tableReservations, &reservationRow{ID: r.Key.String(), BundleID: r.Key.Bundle, NodeID: r.Node, Reservation: r})
+}
+
+// DeleteReservation implements ledger.Store.
+func (l txLedger) DeleteReservation(k ledger.Key) {
+	if row := first[reservationRow](l.t.txn, tableReservations, "id", k.String()); row != nil {
+		l.t.delete(tableReservations, row)
+	}
+}
+
+// Reservation implements ledger.Store.
+func (l txLedger) Reservation(k ledger.Key) (ledger.Reservation, bool) {
+	return l.t.State.Reservation(k)
+}

@@ -1,0 +1,428 @@
+package fsm
+
+import (
+	"sort"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+// Node statuses (DESIGN §2.1, §4).
+const (
+	NodeReady   = "ready"
+	NodeSuspect = "suspect"
+	NodeDown    = "down"
+	NodeLeft    = "left"
+	NodeUnknown = "unknown"
+)
+
+// Node is a registered worker: its inventory, its observed status and what its
+// reservations hold. Quantities are milli-units.
+type Node struct {
+	ID             string              `json:"id"`
+	Pool           string              `json:"pool"`
+	Labels         map[string]string   `json:"labels,omitempty"`
+	Taints         []string            `json:"taints,omitempty"`
+	TotalCapacity  int64               `json:"totalCapacity"`
+	UtilizationCap int64               `json:"utilizationCap"` // milli: 1000 = 100 %
+	TotalCores     int                 `json:"totalCores"`
+	GPUs           []ledger.GPU        `json:"gpus,omitempty"`
+	Capabilities   []ledger.Capability `json:"capabilities,omitempty"`
+
+	// Provided holds capabilities added by running node services, keyed by service id.
+	Provided map[string][]ledger.Capability `json:"provided,omitempty"`
+
+	Status     string       `json:"status"`
+	Cordoned   bool         `json:"cordoned"`
+	Draining   bool         `json:"draining"`
+	StatusTime int64        `json:"statusTime"` // leader clock, unix nanos, of the last transition
+	Usage      ledger.Usage `json:"usage"`
+
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// Allocatable is totalCapacity × utilizationCap in milli-units.
+func (n *Node) Allocatable() int64 {
+	return n.TotalCapacity * n.UtilizationCap / 1000
+}
+
+// Inventory is what the ledger may hand out on this node, including
+// capabilities provided by running node services.
+func (n *Node) Inventory() ledger.Inventory {
+	inv := ledger.Inventory{
+		Allocatable:  n.Allocatable(),
+		TotalCores:   n.TotalCores,
+		GPUs:         n.GPUs,
+		Capabilities: n.Capabilities,
+	}
+	if len(n.Provided) > 0 {
+		inv.Capabilities = mergeProvided(n.Capabilities, n.Provided)
+	}
+	return inv
+}
+
+// Placeable reports whether new work may land on the node (DESIGN §2.1).
+func (n *Node) Placeable() bool {
+	return n.Status == NodeReady && !n.Cordoned && !n.Draining
+}
+
+// AZ and Cloud are the node's failure-domain labels.
+func (n *Node) AZ() string    { return n.Labels["az"] }
+func (n *Node) Cloud() string { return n.Labels["cloud"] }
+
+// Pool kinds and scoring policies (DESIGN §2.2).
+const (
+	PoolCluster    = "cluster"
+	PoolElastic    = "elastic"
+	ScoringBinpack = "binpack"
+	ScoringSpread  = "spread"
+)
+
+// Tier is one step of a pool's cost cascade.
+type Tier struct {
+	Name  string `json:"name"`
+	Cloud string `json:"cloud"`
+}
+
+// PoolDefaults are layered into jobs that omit capacity or cores.
+type PoolDefaults struct {
+	Capacity int64 `json:"capacity"`
+	Cores    int   `json:"cores"`
+}
+
+// InstanceType is a node profile an elastic pool can provision.
+type InstanceType struct {
+	Name          string              `json:"name"`
+	TotalCapacity int64               `json:"totalCapacity"`
+	TotalCores    int                 `json:"totalCores"`
+	GPUs          []ledger.GPU        `json:"gpus,omitempty"`
+	Capabilities  []ledger.Capability `json:"capabilities,omitempty"`
+}
+
+// Provisioner says how an elastic pool obtains nodes.
+type Provisioner struct {
+	URL     string   `json:"url,omitempty"`
+	Command []string `json:"command,omitempty"`
+}
+
+// Pool groups nodes; it carries placement policy and aggregate caps.
+type Pool struct {
+	Name          string           `json:"name"`
+	Kind          string           `json:"kind"`
+	Tiers         []Tier           `json:"tiers,omitempty"`
+	Scoring       string           `json:"scoring"`
+	Caps          ledger.PoolCaps  `json:"caps"`
+	Defaults      PoolDefaults     `json:"defaults"`
+	InstanceTypes []InstanceType   `json:"instanceTypes,omitempty"`
+	Provisioner   *Provisioner     `json:"provisioner,omitempty"`
+	MinNodes      int              `json:"minNodes,omitempty"`
+	MaxNodes      int              `json:"maxNodes,omitempty"`
+	Warm          int              `json:"warm,omitempty"`
+	IdleTimeout   int64            `json:"idleTimeout,omitempty"`  // nanos
+	SpawnTimeout  int64            `json:"spawnTimeout,omitempty"` // nanos
+	Usage         ledger.PoolUsage `json:"usage"`
+
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// Priority bands, highest first (DESIGN §3.6).
+const (
+	PriorityGold   = "gold"
+	PrioritySilver = "silver"
+	PriorityBronze = "bronze"
+)
+
+// Band orders priorities: lower is more important; unknown sorts last.
+func Band(priority string) int {
+	switch priority {
+	case PriorityGold:
+		return 0
+	case PrioritySilver, "":
+		return 1
+	case PriorityBronze:
+		return 2
+	}
+	return 3
+}
+
+// SameAz modes and resilience rules.
+const (
+	SameAzHard = "hard"
+	SameAzSoft = "soft"
+	SameAzOff  = "off"
+	Allow      = "allow"
+	Forbid     = "forbid"
+)
+
+// Placement holds the intra-replica rules.
+type Placement struct {
+	SameNodeDefault bool   `json:"sameNodeDefault"`
+	SameAz          string `json:"sameAz"`
+}
+
+// Resilience asks for a backup replica kept out of the primary's failure domains.
+type Resilience struct {
+	Pool      string `json:"pool,omitempty"`
+	SameNode  string `json:"sameNode"`
+	SameAz    string `json:"sameAz"`
+	SameCloud string `json:"sameCloud"`
+}
+
+// Affinity is a soft constraint with a weight in -100..100.
+type Affinity struct {
+	Expression string `json:"expression"`
+	Weight     int    `json:"weight"`
+}
+
+// Launch is opaque to placement; workers run it.
+type Launch struct {
+	Driver  string            `json:"driver"`
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Job is one member of a bundle.
+type Job struct {
+	Name         string         `json:"name"`
+	Requirements ledger.Request `json:"requirements"`
+	CoLocateWith []string       `json:"coLocateWith,omitempty"`
+	SeparateFrom []string       `json:"separateFrom,omitempty"`
+	Tolerations  []string       `json:"tolerations,omitempty"`
+	Constraints  []string       `json:"constraints,omitempty"`
+	Affinities   []Affinity     `json:"affinities,omitempty"`
+	Launch       Launch         `json:"launch"`
+}
+
+// BundleSpec is everything a user submits; it is what identical-retry and
+// replace compare.
+type BundleSpec struct {
+	ID         string            `json:"id"`
+	Pool       string            `json:"pool"`
+	Priority   string            `json:"priority"`
+	Jobs       []Job             `json:"jobs"`
+	Placement  Placement         `json:"placement"`
+	Resilience *Resilience       `json:"resilience,omitempty"`
+	StartAt    int64             `json:"startAt,omitempty"` // unix nanos; 0 = none
+	StopAt     int64             `json:"stopAt,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+}
+
+// Replicas is the derived replica count (DESIGN §2.3).
+func (s *BundleSpec) Replicas() int {
+	if s.Resilience != nil {
+		return 2
+	}
+	return 1
+}
+
+// Job returns the named job, or nil.
+func (s *BundleSpec) Job(name string) *Job {
+	for i := range s.Jobs {
+		if s.Jobs[i].Name == name {
+			return &s.Jobs[i]
+		}
+	}
+	return nil
+}
+
+// Bundle states (DESIGN §4).
+const (
+	StateScheduled   = "scheduled"
+	StatePending     = "pending"
+	StatePlaced      = "placed"
+	StateDegraded    = "degraded"
+	StateUnplaceable = "unplaceable"
+	StateDeleting    = "deleting"
+)
+
+// Replica roles and job statuses.
+const (
+	RolePrimary = "primary"
+	RoleBackup  = "backup"
+
+	JobAssigned = "assigned"
+	JobRunning  = "running"
+	JobStopping = "stopping"
+	JobStopped  = "stopped"
+	JobFailed   = "failed"
+)
+
+// JobPlacement is where one job of one replica sits.
+type JobPlacement struct {
+	Name   string       `json:"name"`
+	NodeID string       `json:"nodeId,omitempty"`
+	Grant  ledger.Grant `json:"grant"`
+	Status string       `json:"status,omitempty"`
+}
+
+// Placed reports whether the job holds a node.
+func (j *JobPlacement) Placed() bool { return j.NodeID != "" }
+
+// Replica is one copy of a bundle's jobs. Index 0 of Bundle.Replicas is the
+// primary; a promotion swaps the entries, and Slot keeps the ledger keys (and
+// assignment ids) of running jobs unchanged.
+type Replica struct {
+	Slot  int            `json:"slot"` // ledger key replica number, stable across promotions
+	Role  string         `json:"role"`
+	State string         `json:"state"`
+	Jobs  []JobPlacement `json:"jobs"`
+}
+
+// Complete reports whether every job of the replica holds a node.
+func (r *Replica) Complete() bool {
+	for i := range r.Jobs {
+		if !r.Jobs[i].Placed() {
+			return false
+		}
+	}
+	return len(r.Jobs) > 0
+}
+
+// Degradation codes (DESIGN §3.3, §3.4).
+const (
+	DegradeReplicaSpansAz = "replicaSpansAz"
+	DegradeBackupSameCld  = "backupSameCloud"
+	DegradeBackupSameAz   = "backupSameAz"
+	DegradeBackupSameNode = "backupSameNode"
+	DegradeNoBackup       = "noBackup"
+)
+
+// Degradation records a relaxed soft rule.
+type Degradation struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Since   int64  `json:"since"` // leader clock, unix nanos
+}
+
+// NearestMiss names the node that came closest and the stage that stopped it.
+type NearestMiss struct {
+	NodeID string `json:"nodeId"`
+	Stage  string `json:"stage"`
+	Detail string `json:"detail"`
+}
+
+// Explain says why something is unplaced (DESIGN §3.7).
+type Explain struct {
+	NodesEvaluated int            `json:"nodesEvaluated"`
+	Filtered       map[string]int `json:"filtered"`
+	NearestMiss    *NearestMiss   `json:"nearestMiss,omitempty"`
+}
+
+// Bundle is a spec plus its replicated status.
+type Bundle struct {
+	Spec         BundleSpec    `json:"spec"`
+	State        string        `json:"state"`
+	Epoch        uint64        `json:"epoch"`
+	Replicas     []Replica     `json:"replicas"`
+	Degradations []Degradation `json:"degradations,omitempty"`
+	Explain      *Explain      `json:"explain,omitempty"`
+	SubmitTime   int64         `json:"submitTime"` // leader clock at create: queue age
+	Deleting     bool          `json:"deleting,omitempty"`
+	DeleteTime   int64         `json:"deleteTime,omitempty"`   // leader clock when deletion started
+	AttemptIndex uint64        `json:"attemptIndex,omitempty"` // raft index of the last failed placement
+
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// ID is the bundle id.
+func (b *Bundle) ID() string { return b.Spec.ID }
+
+// Assignment desired states.
+const (
+	DesiredRun  = "run"
+	DesiredStop = "stop"
+)
+
+// Assignment is what a worker must run: one job of one replica on one node.
+// Its ID is "bundle:replica:job@node"; the replica index is the one at
+// placement time, so a promotion does not rename a running assignment.
+type Assignment struct {
+	ID       string       `json:"id"`
+	BundleID string       `json:"bundleId"`
+	Replica  int          `json:"replica"` // ledger key replica slot, stable across promotions
+	Job      string       `json:"job"`
+	NodeID   string       `json:"nodeId"`
+	Role     string       `json:"role"`
+	Epoch    uint64       `json:"epoch"`
+	Desired  string       `json:"desired"`
+	Status   string       `json:"status"`
+	Message  string       `json:"message,omitempty"`
+	Grant    ledger.Grant `json:"grant"`
+	Launch   Launch       `json:"launch"`
+	// ServiceID is set instead of BundleID for node-service assignments.
+	ServiceID string `json:"serviceId,omitempty"`
+
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// NodeService is an eager per-node service (DESIGN §2.5).
+type NodeService struct {
+	ID        string                     `json:"id"`
+	Pools     []string                   `json:"pools"`
+	Consumes  []ledger.CapabilityRequest `json:"consumes,omitempty"`
+	Provides  []ledger.Capability        `json:"provides,omitempty"`
+	Lifecycle string                     `json:"lifecycle"`
+	Launch    Launch                     `json:"launch"`
+
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// Event is one entry of the cluster's event log (DESIGN §7).
+type Event struct {
+	Index    uint64 `json:"index"`
+	Seq      int    `json:"seq"` // position within the raft entry
+	Time     int64  `json:"time"`
+	Type     string `json:"type"`
+	BundleID string `json:"bundleId,omitempty"`
+	NodeID   string `json:"nodeId,omitempty"`
+	Message  string `json:"message"`
+}
+
+// Effective layers the pool's defaults under a job's request: a job that
+// omits capacity or cores gets the pool's.
+func (p *Pool) Effective(req ledger.Request) ledger.Request {
+	if p == nil {
+		return req
+	}
+	if req.Capacity == 0 {
+		req.Capacity = p.Defaults.Capacity
+	}
+	if req.Cores == 0 {
+		req.Cores = p.Defaults.Cores
+	}
+	return req
+}
+
+func mergeProvided(base []ledger.Capability, provided map[string][]ledger.Capability) []ledger.Capability {
+	services := make([]string, 0, len(provided))
+	for id := range provided {
+		services = append(services, id)
+	}
+	sort.Strings(services)
+	out := append([]ledger.Capability(nil), base...)
+	for _, id := range services {
+		for _, c := range provided[id] {
+			if i := capabilityIndex(out, c.Name); i >= 0 {
+				merged := out[i]
+				merged.Count += c.Count
+				out[i] = merged
+				continue
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func capabilityIndex(list []ledger.Capability, name string) int {
+	for i := range list {
+		if list[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,96 @@
+// Package ledger is amserver's resource accounting: what a node offers, what a
+// job asks for, what concrete resources a reservation holds, and the rules that
+// keep every node and pool within its limits. It is pure and deterministic so
+// that every Raft replica computes bit-identical results.
+//
+// All quantities are integers in milli-units (capacity 2.5 is 2500).
+package ledger
+
+// GPU is one device on a node.
+type GPU struct {
+	Index    int    `json:"index"`
+	Model    string `json:"model"`
+	Capacity int64  `json:"capacity"` // milli-units
+}
+
+// Capability is a counted, exclusive resource a node offers (a NIC, a licence).
+// Names are unique per node.
+type Capability struct {
+	Name       string            `json:"name"`
+	Count      int64             `json:"count"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// Inventory is what a node offers to reservations.
+type Inventory struct {
+	Allocatable  int64        `json:"allocatable"` // totalCapacity × utilizationCap, milli-units
+	TotalCores   int          `json:"totalCores"`
+	GPUs         []GPU        `json:"gpus,omitempty"`
+	Capabilities []Capability `json:"capabilities,omitempty"`
+}
+
+// CapabilityRequest asks for Count units of a capability whose attributes
+// include every AttributeMatches pair.
+type CapabilityRequest struct {
+	Name             string            `json:"name"`
+	Count            int64             `json:"count"`
+	AttributeMatches map[string]string `json:"attributeMatches,omitempty"`
+}
+
+// Request is what one job needs on one node.
+type Request struct {
+	Capacity      int64               `json:"capacity"` // milli-units
+	Cores         int                 `json:"cores"`    // pinned cores
+	GPUCapacity   int64               `json:"gpuCapacity"`
+	GPUModel      string              `json:"gpuModel,omitempty"`
+	ExclusiveGPUs int                 `json:"exclusiveGpus"`
+	Capabilities  []CapabilityRequest `json:"capabilities,omitempty"`
+}
+
+// GPUShare is a fractional share of one device.
+type GPUShare struct {
+	Index    int   `json:"index"`
+	Capacity int64 `json:"capacity"`
+}
+
+// CapabilityCount is a held amount of a capability.
+type CapabilityCount struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+}
+
+// Grant is the concrete set of resources a reservation holds on its node.
+type Grant struct {
+	Capacity      int64             `json:"capacity"`
+	Cores         []int             `json:"cores,omitempty"`
+	GPU           *GPUShare         `json:"gpu,omitempty"`
+	ExclusiveGPUs []int             `json:"exclusiveGpus,omitempty"`
+	Capabilities  []CapabilityCount `json:"capabilities,omitempty"`
+}
+
+// Key identifies a reservation: one per (bundle, replica, job).
+type Key struct {
+	Bundle  string `json:"bundle"`
+	Replica int    `json:"replica"`
+	Job     string `json:"job"`
+}
+
+// Reservation is a grant held by one job on one node, accounted to a pool.
+type Reservation struct {
+	Key   Key    `json:"key"`
+	Node  string `json:"node"`
+	Pool  string `json:"pool"`
+	Grant Grant  `json:"grant"`
+}
+
+// PoolCaps are aggregate reservation ceilings for a pool; zero means none.
+type PoolCaps struct {
+	MaxCapacity int64 `json:"maxCapacity"`
+	MaxCores    int   `json:"maxCores"`
+}
+
+// PoolUsage is what a pool's reservations hold in total.
+type PoolUsage struct {
+	Capacity int64 `json:"capacity"`
+	Cores    int   `json:"cores"`
+}
