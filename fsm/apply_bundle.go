@@ -11,7 +11,7 @@ import (
 
 func (f *FSM) validated(t *tx, spec *BundleSpec) error {
 	Normalize(spec)
-	if findings := Validate(spec, &t.State, f.exprs); !findings.Valid() {
+	if findings := validate(spec, &t.State, f.exprs, false); !findings.Valid() {
 		return &ValidationError{Findings: findings}
 	}
 	return nil

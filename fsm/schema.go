@@ -47,6 +47,8 @@ type metaRow struct {
 	Key string
 	// LastTimer is the leader clock carried by the latest timer-bearing command.
 	LastTimer int64
+	// Events counts the rows of the event table, so pruning never scans it.
+	Events int
 }
 
 const metaKey = "cluster"
@@ -73,7 +75,7 @@ func fieldIndex(name, field string) *memdb.IndexSchema {
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableNodes: {Name: tableNodes, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"), "pool": fieldIndex("pool", "Pool"), "status": fieldIndex("status", "Status"),
+			"id": idIndex("ID"), "pool": fieldIndex("pool", "Pool"),
 		}},
 		tablePools: {Name: tablePools, Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Name")}},
 		tableBundles: {Name: tableBundles, Indexes: map[string]*memdb.IndexSchema{
@@ -82,7 +84,7 @@ func schema() *memdb.DBSchema {
 			"state": {Name: "state", Indexer: bundleIndexer{pick: func(b *Bundle) string { return b.State }}},
 		}},
 		tableReservations: {Name: tableReservations, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"), "node": fieldIndex("node", "NodeID"), "bundle": fieldIndex("bundle", "BundleID"),
+			"id": idIndex("ID"), "node": fieldIndex("node", "NodeID"),
 		}},
 		tableAssignments: {Name: tableAssignments, Indexes: map[string]*memdb.IndexSchema{
 			"id": idIndex("ID"), "node": fieldIndex("node", "NodeID"), "bundle": fieldIndex("bundle", "BundleID"),

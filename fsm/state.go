@@ -179,11 +179,13 @@ func (s *State) Index(tables ...string) uint64 {
 }
 
 // LastTimer is the leader clock of the latest command that carried one.
-func (s *State) LastTimer() int64 {
+func (s *State) LastTimer() int64 { return s.meta().LastTimer }
+
+func (s *State) meta() metaRow {
 	if row := first[metaRow](s.txn, tableMeta, "id", metaKey); row != nil {
-		return row.LastTimer
+		return *row
 	}
-	return 0
+	return metaRow{Key: metaKey}
 }
 
 // SplitAssignmentID parses "bundle:slot:job@node"; ok is false for other forms.

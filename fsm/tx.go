@@ -80,16 +80,20 @@ func (t *tx) event(typ, bundleID, nodeID, format string, args ...any) {
 	})
 }
 
-// finish writes events and table indexes; the caller commits.
+// finish writes events, the meta row and table indexes; the caller commits.
 func (t *tx) finish() {
+	meta := t.meta()
+	before := meta
 	for _, e := range t.events {
 		t.insert(tableEvents, &eventRow{ID: eventID(e.Index, e.Seq), Event: e})
 	}
-	if len(t.events) > 0 {
-		t.pruneEvents()
+	meta.Events += len(t.events)
+	if meta.Events > maxEvents {
+		meta.Events -= t.pruneEvents(meta.Events - maxEvents)
 	}
-	if t.now > t.LastTimer() {
-		t.insert(tableMeta, &metaRow{Key: metaKey, LastTimer: t.now})
+	meta.LastTimer = max(meta.LastTimer, t.now)
+	if meta != before {
+		t.insert(tableMeta, &meta)
 	}
 	for _, table := range Tables {
 		if t.changed[table] && table != tableIndex {
@@ -98,26 +102,20 @@ func (t *tx) finish() {
 	}
 }
 
-func (t *tx) pruneEvents() {
+// pruneEvents deletes up to n of the oldest events and returns how many.
+func (t *tx) pruneEvents(n int) int {
 	it, err := t.txn.Get(tableEvents, "id")
 	if err != nil {
-		return
+		return 0
 	}
-	count := 0
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		count++
-	}
-	if count <= maxEvents {
-		return
-	}
-	it, _ = t.txn.Get(tableEvents, "id")
-	var stale []any
-	for raw := it.Next(); raw != nil && len(stale) < count-maxEvents; raw = it.Next() {
+	stale := make([]any, 0, n)
+	for raw := it.Next(); raw != nil && len(stale) < n; raw = it.Next() {
 		stale = append(stale, raw)
 	}
 	for _, row := range stale {
 		t.delete(tableEvents, row)
 	}
+	return len(stale)
 }
 
 // txLedger is the ledger's view of a write transaction.

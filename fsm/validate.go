@@ -80,6 +80,14 @@ func (c *collector) warnf(job, code, format string, args ...any) {
 // first, then each job's in job order. Values Normalize would fill may still
 // be empty. With a nil st only the state-independent checks run.
 func Validate(spec *BundleSpec, st *State, exprs ExprChecker) Findings {
+	return validate(spec, st, exprs, true)
+}
+
+// validate is Validate; with clusterProfiles false it skips the scan of a
+// cluster pool's nodes, whose findings are only warnings. Apply uses that, so
+// a create costs the same on 10 nodes as on 10,000; the API runs the full
+// check before submitting and returns its warnings.
+func validate(spec *BundleSpec, st *State, exprs ExprChecker, clusterProfiles bool) Findings {
 	var c collector
 	if spec == nil {
 		c.errorf("", CodeInvalidRequirement, "bundle spec is missing")
@@ -96,6 +104,9 @@ func Validate(spec *BundleSpec, st *State, exprs ExprChecker) Findings {
 		return c.out
 	}
 	v := jobValidator{c: &c, spec: spec, st: st, pool: pool, exprs: exprs}
+	if pool != nil && pool.Kind != PoolElastic && !clusterProfiles {
+		v.pool = nil // no profiles: the satisfiability warnings are skipped
+	}
 	v.prepare()
 	for i := range spec.Jobs {
 		v.job(i)
