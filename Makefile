@@ -35,7 +35,7 @@ lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 # Each fuzz target briefly; `make fuzz-long FUZZTIME=10m` for a real session.
-FUZZ_TARGETS = ./fsm:FuzzApply ./snapshot:FuzzReader
+FUZZ_TARGETS = ./fsm:FuzzApply ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -153,3 +153,13 @@ func ReadSnapshot(r io.Reader) (*memdb.MemDB, uint64, error) {
 	txn.Commit()
 	return db, sr.Header().Index, nil
 }
+
+// PersistTo writes a snapshot taken by FSM.Snapshot to w, for an operator's
+// backup rather than Raft's own snapshot store.
+func PersistTo(s raft.FSMSnapshot, w io.Writer) error {
+	snap, ok := s.(*fsmSnapshot)
+	if !ok {
+		return fmt.Errorf("snapshot: not an amserver FSM snapshot (%T)", s)
+	}
+	return WriteSnapshot(w, snap.db, snap.index)
+}

@@ -1,0 +1,110 @@
+// Package agent is amserver's server and worker runtime: Raft setup, gossip
+// wiring, leadership, leader duties, and the worker loop.
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/gossip"
+)
+
+// Default ports (DESIGN §1).
+const (
+	DefaultHTTPPort   = 7070
+	DefaultRaftPort   = 7071
+	DefaultGossipPort = 7072
+)
+
+// Config configures one server.
+type Config struct {
+	NodeID  string
+	DataDir string // empty: in-memory raft stores (tests, dev without --data-dir)
+
+	HTTPAddr       string       // listen address of the HTTP API
+	HTTPListener   net.Listener // optional: an already-open listener (tests)
+	HTTPAdvertise  string // address other servers and workers use; defaults to HTTPAddr
+	RaftAddr       string // listen address of the Raft transport
+	RaftAdvertise  string
+	GossipBindAddr string
+	GossipBindPort int
+	GossipAdvert   string
+	Join           []string
+
+	// BootstrapExpect, when > 0, bootstraps Raft once gossip shows that many
+	// servers. Bootstrap forces a single-server bootstrap (dev mode).
+	BootstrapExpect int
+	Bootstrap       bool
+
+	// TimeoutScale multiplies every Raft timeout (1 = LAN defaults).
+	TimeoutScale float64
+	// DeadServerCleanup is how long gossip must report a server dead before
+	// the leader removes it from Raft.
+	DeadServerCleanup time.Duration
+	// QuorumSize is the voter count dead-server cleanup never goes below;
+	// defaults to BootstrapExpect (or 1).
+	QuorumSize int
+
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+
+	Gossip gossip.Config
+	Logger *slog.Logger
+	Clock  Clock
+
+	// Transport replaces the TCP transport (tests use raft's in-memory one).
+	Transport raft.Transport
+	// NoGossip runs without gossip: tests that only exercise Raft.
+	NoGossip bool
+	// PeerHTTP maps server ids to HTTP addresses where gossip cannot (NoGossip).
+	PeerHTTP map[string]string
+	// Peers bootstraps Raft with exactly these servers (id → raft address)
+	// instead of waiting for gossip; used by in-process tests.
+	Peers map[string]string
+}
+
+func (c *Config) setDefaults() error {
+	if c.NodeID == "" {
+		return fmt.Errorf("agent: a node id is required")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.TimeoutScale <= 0 {
+		c.TimeoutScale = 1
+	}
+	if c.DeadServerCleanup == 0 {
+		c.DeadServerCleanup = 5 * time.Minute
+	}
+	if c.QuorumSize == 0 {
+		c.QuorumSize = max(c.BootstrapExpect, 1)
+	}
+	if c.RaftAdvertise == "" {
+		c.RaftAdvertise = c.RaftAddr
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	return nil
+}
+
+// Clock is where the leader reads time; tests inject offsets through it.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,75 @@
+package agent
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/amserver/amserver/api"
+)
+
+// Driver runs assignments on a worker.
+type Driver interface {
+	// Ensure makes the task match the assignment's desired state and returns
+	// the state to report (running, stopped, failed) and a message; an empty
+	// state means nothing to report yet.
+	Ensure(ctx context.Context, a api.Assignment) (state, message string)
+	// Stop stops a task that is no longer assigned.
+	Stop(id string) error
+	// Running lists the ids of the tasks the driver holds.
+	Running() []string
+	// StopAll stops every task (worker shutdown).
+	StopAll() error
+}
+
+// NoneDriver runs nothing: it reports running at once and stopped when
+// asked (DESIGN §2.3, driver "none").
+type NoneDriver struct {
+	mu    sync.Mutex
+	tasks map[string]bool
+}
+
+var _ Driver = (*NoneDriver)(nil)
+
+// NewNoneDriver returns a driver that only tracks what it was told to run.
+func NewNoneDriver() *NoneDriver { return &NoneDriver{tasks: map[string]bool{}} }
+
+// Ensure implements Driver.
+func (d *NoneDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a.Desired == "run" {
+		d.tasks[a.ID] = true
+		return api.JobRunning, ""
+	}
+	delete(d.tasks, a.ID)
+	return api.JobStopped, ""
+}
+
+// Stop implements Driver.
+func (d *NoneDriver) Stop(id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.tasks, id)
+	return nil
+}
+
+// Running implements Driver.
+func (d *NoneDriver) Running() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.tasks))
+	for id := range d.tasks {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// StopAll implements Driver.
+func (d *NoneDriver) StopAll() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.tasks)
+	return nil
+}

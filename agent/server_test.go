@@ -1,0 +1,150 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+func TestClusterElectsOneLeader(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	for _, s := range c.servers {
+		l, err := client(t, s).Leader(ctxTimeout(t, 10*time.Second))
+		if err != nil {
+			t.Fatalf("%s: %v", s.cfg.NodeID, err)
+		}
+		if l.ID != leader.cfg.NodeID {
+			t.Fatalf("%s reports leader %s, want %s", s.cfg.NodeID, l.ID, leader.cfg.NodeID)
+		}
+	}
+	peers, err := client(t, leader).Peers(ctxTimeout(t, 10*time.Second))
+	if err != nil || len(peers) != 3 {
+		t.Fatalf("peers %+v err %v", peers, err)
+	}
+}
+
+// TestWritesForwardAndReadsLinearizable: a write on a follower reaches the
+// leader, and a default read on any server right after sees it.
+func TestWritesForwardAndReadsLinearizable(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	ctx := ctxTimeout(t, 20*time.Second)
+	for i, f := range c.followers(leader) {
+		name := fmt.Sprintf("pool-%d", i)
+		if _, err := client(t, f).PutPool(ctx, testPool(name)); err != nil {
+			t.Fatalf("write on follower %s: %v", f.cfg.NodeID, err)
+		}
+		for _, s := range c.servers {
+			p, _, err := client(t, s).Pool(ctx, name, nil)
+			if err != nil || p.Name != name {
+				t.Fatalf("read on %s right after the write: %+v %v", s.cfg.NodeID, p, err)
+			}
+		}
+	}
+	if got := leader.fsm.State().Pool("pool-0"); got == nil {
+		t.Fatal("forwarded write is not in the leader's state")
+	}
+}
+
+// TestLeaderLossKeepsAcknowledgedWrites: kill the leader; a new one is
+// elected and every acknowledged write is present.
+func TestLeaderLossKeepsAcknowledgedWrites(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	ctx := ctxTimeout(t, 30*time.Second)
+	var acked []string
+	for i := range 20 {
+		name := fmt.Sprintf("p%02d", i)
+		if _, err := client(t, c.servers[i%3]).PutPool(ctx, testPool(name)); err == nil {
+			acked = append(acked, name)
+		}
+	}
+	if len(acked) != 20 {
+		t.Fatalf("only %d of 20 writes acknowledged with a healthy cluster", len(acked))
+	}
+	_ = leader.Kill()
+	next := c.leader(leader)
+	if next == leader {
+		t.Fatal("killed leader still leads")
+	}
+	for _, s := range c.followers(leader) {
+		for _, name := range acked {
+			if _, _, err := client(t, s).Pool(ctx, name, nil); err != nil {
+				t.Fatalf("acknowledged pool %s missing on %s: %v", name, s.cfg.NodeID, err)
+			}
+		}
+	}
+	if _, err := client(t, next).PutPool(ctx, testPool("after")); err != nil {
+		t.Fatalf("write after failover: %v", err)
+	}
+}
+
+// TestPartitionedLeaderRefusesDefaultReads: a leader cut off from its peers
+// must not serve a default read; ?stale is served with the contact headers.
+func TestPartitionedLeaderRefusesDefaultReads(t *testing.T) {
+	c := newTestCluster(t, 3)
+	old := c.leader()
+	ctx := ctxTimeout(t, 30*time.Second)
+	if _, err := client(t, old).PutPool(ctx, testPool("before")); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(old)
+	next := c.leader(old)
+	if _, err := client(t, next).PutPool(ctx, testPool("after")); err != nil {
+		t.Fatalf("majority write: %v", err)
+	}
+
+	short := ctxTimeout(t, 5*time.Second)
+	_, _, err := client(t, old).Pool(short, "after", nil)
+	var apiErr *api.Error
+	if err == nil || !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
+		t.Fatalf("default read on the isolated old leader: want 503, got %v", err)
+	}
+	p, meta, err := client(t, old).Pool(ctx, "before", &api.QueryOptions{Stale: true})
+	if err != nil || p.Name != "before" {
+		t.Fatalf("stale read on the isolated server: %+v %v", p, err)
+	}
+	if meta.LastContact <= 0 {
+		t.Fatalf("stale read must report last contact, got %v", meta.LastContact)
+	}
+}
+
+// TestSnapshotSaveRestore: an operator snapshot restores the whole state,
+// discarding what was written after it, on every server.
+func TestSnapshotSaveRestore(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	ctx := ctxTimeout(t, 30*time.Second)
+	cl := client(t, c.followers(leader)[0])
+	if _, err := cl.PutPool(ctx, testPool("kept")); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := cl.SnapshotSave(ctx, &buf); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	if _, err := cl.PutPool(ctx, testPool("dropped")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.SnapshotRestore(ctx, bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	for _, s := range c.servers {
+		sc := client(t, s)
+		if _, _, err := sc.Pool(ctx, "kept", nil); err != nil {
+			t.Fatalf("%s lost the snapshotted pool: %v", s.cfg.NodeID, err)
+		}
+		if _, _, err := sc.Pool(ctx, "dropped", nil); !api.IsCode(err, api.CodeNotFound) {
+			t.Fatalf("%s still has the pool written after the snapshot: %v", s.cfg.NodeID, err)
+		}
+	}
+	if err := cl.SnapshotRestore(ctx, bytes.NewReader([]byte("garbage"))); err == nil {
+		t.Fatal("restoring garbage must fail")
+	}
+}

@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/gossip"
+)
+
+// WorkerConfig configures a worker: its identity, failure domain, inventory
+// and how it finds the servers.
+type WorkerConfig struct {
+	NodeID    string
+	Inventory api.NodeSpec // pool, labels, taints, capacity, cores, GPUs, capabilities
+	AZ, Cloud string
+	Driver    Driver
+	// Servers are HTTP addresses to try first; gossip adds the rest.
+	Servers []string
+	Token   string
+	Join    []string
+	Gossip  gossip.Config
+	Logger  *slog.Logger
+	// PollWait is the blocking-query wait for assignments.
+	PollWait time.Duration
+}
+
+// Worker joins gossip with its failure-domain labels, registers its
+// inventory, and runs its assignments through a driver.
+type Worker struct {
+	cfg    WorkerConfig
+	logger *slog.Logger
+	gossip *gossip.Gossip
+
+	mu      sync.Mutex
+	server  int // index into servers() of the server in use
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped bool
+}
+
+// NewWorker creates the worker's gossip member; Start joins and runs it.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if cfg.NodeID == "" || cfg.Inventory.Pool == "" {
+		return nil, errors.New("worker: node id and pool are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Driver == nil {
+		cfg.Driver = NewNoneDriver()
+	}
+	if cfg.PollWait == 0 {
+		cfg.PollWait = 30 * time.Second
+	}
+	cfg.Inventory.ID = cfg.NodeID
+	gc := cfg.Gossip
+	gc.NodeName = cfg.NodeID
+	gc.Meta = gossip.Meta{Role: gossip.RoleWorker, Pool: cfg.Inventory.Pool, AZ: cfg.AZ, Cloud: cfg.Cloud}
+	if gc.Logger == nil {
+		gc.Logger = cfg.Logger
+	}
+	g, err := gossip.New(gc)
+	if err != nil {
+		return nil, fmt.Errorf("worker gossip: %w", err)
+	}
+	return &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g}, nil
+}
+
+// Start joins gossip and runs registration and the assignment loop.
+func (w *Worker) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	w.cancel = cancel
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		if len(w.cfg.Join) > 0 {
+			if _, err := w.gossip.Join(ctx, w.cfg.Join); err != nil && ctx.Err() == nil {
+				w.logger.Error("gossip join failed", "err", err)
+			}
+		}
+		w.run(ctx)
+	}()
+	return nil
+}
+
+// GossipAddr is the worker's gossip address.
+func (w *Worker) GossipAddr() string { return w.gossip.LocalAddr() }
+
+// Shutdown leaves gossip gracefully and stops every task.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	if !w.markStopped() {
+		return nil
+	}
+	err := w.gossip.Leave(5 * time.Second)
+	return errors.Join(err, w.stop(ctx))
+}
+
+// Kill stops abruptly, as a crash would: no gossip leave.
+func (w *Worker) Kill() error {
+	if !w.markStopped() {
+		return nil
+	}
+	return w.stop(context.Background())
+}
+
+func (w *Worker) markStopped() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return false
+	}
+	w.stopped = true
+	return true
+}
+
+func (w *Worker) stop(ctx context.Context) error {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	err := w.gossip.Shutdown()
+	done := make(chan struct{})
+	go func() { w.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	}
+	return errors.Join(err, w.cfg.Driver.StopAll())
+}
+
+// servers lists candidate HTTP addresses: configured ones, then every
+// server gossip knows about, alive first.
+func (w *Worker) servers() []string {
+	out := append([]string(nil), w.cfg.Servers...)
+	for _, m := range w.gossip.Members() {
+		if m.Meta.Role == gossip.RoleServer && m.Status == gossip.StatusAlive && m.Meta.HTTPAddr != "" {
+			out = append(out, m.Meta.HTTPAddr)
+		}
+	}
+	return out
+}
+
+// client returns a client for the server in use; rotate moves to the next
+// after a failure.
+func (w *Worker) client() (*api.Client, error) {
+	list := w.servers()
+	if len(list) == 0 {
+		return nil, errors.New("no server known yet")
+	}
+	w.mu.Lock()
+	addr := list[w.server%len(list)]
+	w.mu.Unlock()
+	return api.New(addr, api.WithToken(w.cfg.Token))
+}
+
+func (w *Worker) rotate() {
+	w.mu.Lock()
+	w.server++
+	w.mu.Unlock()
+}

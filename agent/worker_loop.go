@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+// run registers the worker, then follows its assignments with blocking
+// queries for as long as ctx lives. Every failure backs off and retries
+// against the next server: a server failover never restarts running tasks.
+func (w *Worker) run(ctx context.Context) {
+	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	registered := false
+	var index uint64
+	for ctx.Err() == nil {
+		c, err := w.client()
+		if err == nil && !registered {
+			_, err = c.RegisterNode(ctx, w.cfg.Inventory)
+			registered = err == nil
+			if registered {
+				w.logger.Info("registered inventory", "server", c.Address())
+			}
+		}
+		if err == nil {
+			index, err = w.poll(ctx, c, index)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			w.logger.Debug("worker loop retrying", "err", err)
+			w.rotate()
+			backoff.wait(ctx)
+			continue
+		}
+		backoff.reset()
+	}
+}
+
+// poll waits for the assignments to change past index and acts on them.
+func (w *Worker) poll(ctx context.Context, c *api.Client, index uint64) (uint64, error) {
+	list, meta, err := c.Assignments(ctx, w.cfg.NodeID, &api.QueryOptions{Index: index, Wait: w.cfg.PollWait})
+	if err != nil {
+		return index, err
+	}
+	if meta.Index < index {
+		// The index went backwards (a restore, or another server): start over.
+		meta.Index = 0
+	}
+	return meta.Index, w.reconcile(ctx, c, list)
+}
+
+// reconcile makes the driver match the assignments and reports every
+// change. Tasks the server no longer lists are stopped: after a partition
+// heals, nothing keeps running that is not assigned here.
+func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assignment) error {
+	listed := map[string]bool{}
+	for _, a := range list {
+		listed[a.ID] = true
+		state, msg := w.cfg.Driver.Ensure(ctx, a)
+		if state == "" || (state == a.Status && msg == a.Message) {
+			continue
+		}
+		if err := c.ReportStatus(ctx, w.cfg.NodeID, a.ID, api.AssignmentStatus{State: state, Message: msg}); err != nil {
+			return err
+		}
+	}
+	for _, id := range w.cfg.Driver.Running() {
+		if !listed[id] {
+			w.logger.Info("stopping a task no longer assigned here", "assignment", id)
+			_ = w.cfg.Driver.Stop(id)
+		}
+	}
+	return nil
+}
+
+// backoff is a capped exponential delay.
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max, cur: min} }
+
+func (b *backoff) reset() { b.cur = b.min }
+
+func (b *backoff) wait(ctx context.Context) {
+	t := time.NewTimer(b.cur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	b.cur = min(b.cur*2, b.max)
+}

@@ -1,0 +1,305 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names shared with the server.
+const (
+	HeaderToken       = "X-Amserver-Token"
+	HeaderIndex       = "X-Amserver-Index"
+	HeaderKnownLeader = "X-Amserver-Known-Leader"
+	HeaderLastContact = "X-Amserver-Last-Contact" // milliseconds
+	HeaderForwarded   = "X-Amserver-Forwarded"
+)
+
+// DefaultMaxRetries bounds the retries of an idempotent request answered
+// 503 noLeader (elections settle within seconds).
+const DefaultMaxRetries = 8
+
+// Client talks to one amserver server; followers forward to the leader.
+// It is safe for concurrent use.
+type Client struct {
+	base       *url.URL
+	token      string
+	hc         *http.Client
+	maxRetries int
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends an ACL token with every request.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient replaces the default HTTP client. Its Timeout must exceed
+// the longest blocking-query wait used.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithMaxRetries bounds the retries on 503 noLeader; 0 disables them.
+func WithMaxRetries(n int) Option { return func(c *Client) { c.maxRetries = max(n, 0) } }
+
+// New returns a client for addr: a URL ("http://127.0.0.1:7070") or a bare
+// host:port, which means http.
+func New(addr string, opts ...Option) (*Client, error) {
+	if addr == "" {
+		return nil, errors.New("amserver: empty server address")
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("amserver: server address %q: %w", addr, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("amserver: server address %q: want http(s)://host:port", addr)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	c := &Client{base: u, hc: &http.Client{}, maxRetries: DefaultMaxRetries}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Address is the server URL the client talks to.
+func (c *Client) Address() string { return c.base.String() }
+
+// QueryOptions tunes a read. The zero value (or nil) is a linearizable read
+// that does not block.
+type QueryOptions struct {
+	// Stale lets any server answer from its local state.
+	Stale bool
+	// Consistent makes the leader run a Raft barrier first.
+	Consistent bool
+	// Index makes the read block until the result's index passes it.
+	Index uint64
+	// Wait bounds the block (server default 30 s, at most 5 m).
+	Wait time.Duration
+}
+
+func (q *QueryOptions) values(v url.Values) url.Values {
+	if q == nil {
+		return v
+	}
+	if v == nil {
+		v = url.Values{}
+	}
+	if q.Stale {
+		v.Set("stale", "")
+	}
+	if q.Consistent {
+		v.Set("consistent", "")
+	}
+	if q.Index > 0 {
+		v.Set("index", strconv.FormatUint(q.Index, 10))
+	}
+	if q.Wait > 0 {
+		v.Set("wait", q.Wait.String())
+	}
+	return v
+}
+
+// QueryMeta describes the answer to a read.
+type QueryMeta struct {
+	// Index is the last change index of what was read; pass it as
+	// QueryOptions.Index to block for the next change.
+	Index       uint64
+	KnownLeader bool
+	LastContact time.Duration
+}
+
+func queryMeta(h http.Header) QueryMeta {
+	var m QueryMeta
+	m.Index, _ = strconv.ParseUint(h.Get(HeaderIndex), 10, 64)
+	m.KnownLeader, _ = strconv.ParseBool(h.Get(HeaderKnownLeader))
+	if ms, err := strconv.ParseInt(h.Get(HeaderLastContact), 10, 64); err == nil {
+		m.LastContact = time.Duration(ms) * time.Millisecond
+	}
+	return m
+}
+
+// request is one call. A JSON body is kept as bytes so a retry can resend
+// it; stream bodies (snapshots) cannot be retried.
+type request struct {
+	method string
+	path   string
+	query  url.Values
+	body   []byte
+	stream io.Reader
+	// idempotent requests are retried on 503 noLeader.
+	idempotent bool
+}
+
+func (c *Client) newRequest(method, path string, query url.Values) *request {
+	idem := method == http.MethodGet || method == http.MethodPut || method == http.MethodDelete
+	return &request{method: method, path: path, query: query, idempotent: idem}
+}
+
+func (r *request) json(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("amserver: encode %s %s body: %w", r.method, r.path, err)
+	}
+	r.body = b
+	return nil
+}
+
+// do sends r and returns a 2xx response whose body the caller must close.
+// Anything else becomes an *Error.
+func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		resp, err := c.send(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return resp, nil
+		}
+		apiErr := readError(resp)
+		if !r.idempotent || r.stream != nil || apiErr.Code != CodeNoLeader || attempt >= c.maxRetries {
+			return nil, apiErr
+		}
+		if !sleepCtx(ctx, retryAfter(resp.Header)) {
+			return nil, apiErr
+		}
+	}
+}
+
+func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
+	u := *c.base
+	u.Path += r.path
+	u.RawQuery = r.query.Encode()
+	var body io.Reader
+	switch {
+	case r.stream != nil:
+		body = r.stream
+	case r.body != nil:
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("amserver: %s %s: %w", r.method, r.path, err)
+	}
+	switch {
+	case r.stream != nil:
+		req.Header.Set("Content-Type", "application/octet-stream")
+	case r.body != nil:
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set(HeaderToken, c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("amserver: %s %s: %w", r.method, r.path, err)
+	}
+	return resp, nil
+}
+
+// readError decodes an error body; a body that is not one (a proxy's page)
+// still yields an *Error with the status and a code derived from it.
+func readError(resp *http.Response) *Error {
+	defer closeBody(resp)
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var body ErrorBody
+	if err := json.Unmarshal(raw, &body); err == nil && body.Error != nil && body.Error.Code != "" {
+		body.Error.Status = resp.StatusCode
+		return body.Error
+	}
+	code := codeForStatus(resp.StatusCode)
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		code = CodeNoLeader
+	}
+	return &Error{Status: resp.StatusCode, Code: code, Message: strings.TrimSpace(string(raw))}
+}
+
+// retryAfter reads Retry-After (seconds or an HTTP date), defaulting to 1 s
+// and capped so a confused server cannot park a client.
+func retryAfter(h http.Header) time.Duration {
+	d := time.Second
+	v := h.Get("Retry-After")
+	if secs, err := strconv.Atoi(v); err == nil {
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = time.Until(t)
+	}
+	return min(max(d, 50*time.Millisecond), 30*time.Second)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// query runs a GET and decodes the JSON answer into out.
+func (c *Client) query(ctx context.Context, path string, params url.Values, q *QueryOptions, out any) (QueryMeta, error) {
+	resp, err := c.do(ctx, c.newRequest(http.MethodGet, path, q.values(params)))
+	if err != nil {
+		return QueryMeta{}, err
+	}
+	defer closeBody(resp)
+	meta := queryMeta(resp.Header)
+	if err := decodeBody(resp, out); err != nil {
+		return meta, err
+	}
+	return meta, nil
+}
+
+// write sends in (nil for no body) and decodes the answer into out (nil to
+// discard it). It returns the status code.
+func (c *Client) write(ctx context.Context, r *request, in, out any) (int, error) {
+	if in != nil {
+		if err := r.json(in); err != nil {
+			return 0, err
+		}
+	}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	defer closeBody(resp)
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, decodeBody(resp, out)
+}
+
+func decodeBody(resp *http.Response, out any) error {
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("amserver: decode %s %s answer: %w", resp.Request.Method, resp.Request.URL.Path, err)
+	}
+	return nil
+}
+
+// pathJoin builds a path from escaped segments.
+func pathJoin(segments ...string) string {
+	var b strings.Builder
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+// closeBody ends a response whose body has been read as far as needed; a
+// close error cannot change what was already decoded.
+func closeBody(resp *http.Response) { _ = resp.Body.Close() }

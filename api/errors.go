@@ -1,0 +1,106 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes of the error body (DESIGN §7).
+const (
+	CodeBadRequest       = "badRequest"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "notFound"
+	CodeConflict         = "conflict" // the resource exists (with a different spec) or conflicts with current state
+	CodeCASMismatch      = "casMismatch"
+	CodeInUse            = "inUse"
+	CodeBodyTooLarge     = "bodyTooLarge"
+	CodeValidationFailed = "validationFailed"
+	CodeNoLeader         = "noLeader"
+	CodeOutcomeUnknown   = "outcomeUnknown"
+	CodeInternal         = "internal"
+	CodeNotImplemented   = "notImplemented"
+)
+
+// Static validation finding codes (DESIGN §3.8).
+const (
+	FindingDuplicateJobName          = "duplicateJobName"
+	FindingUnknownJobNameInPlacement = "unknownJobNameInPlacement"
+	FindingSelfReferenceInPlacement  = "selfReferenceInPlacement"
+	FindingContradictoryPlacement    = "contradictoryPlacement"
+	FindingEmptyPool                 = "emptyPool"
+	FindingUnknownPool               = "unknownPool"
+	FindingUnknownResiliencePool     = "unknownResiliencePool"
+	FindingResilienceUnsatisfiable   = "resilienceUnsatisfiable"
+	FindingInvalidExpression         = "invalidExpression"
+	FindingInvalidRequirement        = "invalidRequirement"
+	FindingUnsatisfiableCapacity     = "unsatisfiableCapacity"
+	FindingUnsatisfiableCores        = "unsatisfiableCores"
+	FindingUnsatisfiableGpu          = "unsatisfiableGpu"
+	FindingUnsatisfiableCapability   = "unsatisfiableCapability"
+)
+
+// Finding is one static-validation result.
+type Finding struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Job     string `json:"job,omitempty"`
+}
+
+// Error is a non-2xx answer. On the wire it is the value of the "error" key.
+type Error struct {
+	// Status is the HTTP status code; it is not part of the JSON body.
+	Status   int       `json:"-"`
+	Code     string    `json:"code"`
+	Message  string    `json:"message"`
+	Errors   []Finding `json:"errors"`
+	Warnings []Finding `json:"warnings"`
+}
+
+// ErrorBody is the JSON body of every error response:
+// {"error": {"code", "message", "errors": [], "warnings": []}}.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Status)
+	}
+	if len(e.Errors) > 0 {
+		msg = fmt.Sprintf("%s (%d findings, first: %s: %s)", msg, len(e.Errors), e.Errors[0].Code, e.Errors[0].Message)
+	}
+	return fmt.Sprintf("amserver: %d %s: %s", e.Status, e.Code, msg)
+}
+
+// IsCode reports whether err is (or wraps) an *Error with the given code.
+func IsCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// codeForStatus names a code for an error body that did not carry one (a
+// proxy in between, or a server that crashed mid-answer).
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusMethodNotAllowed:
+		return CodeBadRequest
+	case http.StatusUnauthorized:
+		return CodeUnauthorized
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return CodeBodyTooLarge
+	case http.StatusUnprocessableEntity:
+		return CodeValidationFailed
+	case http.StatusNotImplemented:
+		return CodeNotImplemented
+	}
+	return CodeInternal
+}

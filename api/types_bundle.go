@@ -1,0 +1,192 @@
+package api
+
+import "time"
+
+// Priorities, placement modes and resilience rules.
+const (
+	PriorityGold   = "gold"
+	PrioritySilver = "silver"
+	PriorityBronze = "bronze"
+
+	SameAzHard = "hard"
+	SameAzSoft = "soft"
+	SameAzOff  = "off"
+
+	Allow  = "allow"
+	Forbid = "forbid"
+
+	DriverExec = "exec"
+	DriverNone = "none"
+)
+
+// Bundle states, replica roles and job statuses.
+const (
+	StateScheduled   = "scheduled"
+	StatePending     = "pending"
+	StatePlaced      = "placed"
+	StateDegraded    = "degraded"
+	StateUnplaceable = "unplaceable"
+	StateDeleting    = "deleting"
+
+	RolePrimary = "primary"
+	RoleBackup  = "backup"
+
+	JobAssigned = "assigned"
+	JobRunning  = "running"
+	JobStopping = "stopping"
+	JobStopped  = "stopped"
+	JobFailed   = "failed"
+)
+
+// Requirements is what one job needs on one node.
+type Requirements struct {
+	Capacity      float64             `json:"capacity"`
+	Cores         int                 `json:"cores"`
+	GPUCapacity   float64             `json:"gpuCapacity,omitempty"`
+	GPUModel      string              `json:"gpuModel,omitempty"`
+	ExclusiveGPUs int                 `json:"exclusiveGpus,omitempty"`
+	Capabilities  []CapabilityRequest `json:"capabilities,omitempty"`
+}
+
+// Affinity is a soft constraint with a weight in -100..100.
+type Affinity struct {
+	Expression string `json:"expression"`
+	Weight     int    `json:"weight"`
+}
+
+// Launch says how a worker runs a job; it is opaque to placement.
+type Launch struct {
+	Driver  string            `json:"driver,omitempty"`
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Job is one member of a bundle.
+type Job struct {
+	Name         string       `json:"name"`
+	Requirements Requirements `json:"requirements"`
+	CoLocateWith []string     `json:"coLocateWith,omitempty"`
+	SeparateFrom []string     `json:"separateFrom,omitempty"`
+	Tolerations  []string     `json:"tolerations,omitempty"`
+	Constraints  []string     `json:"constraints,omitempty"`
+	Affinities   []Affinity   `json:"affinities,omitempty"`
+	Launch       Launch       `json:"launch"`
+}
+
+// Placement holds the intra-replica rules.
+type Placement struct {
+	SameNodeDefault bool   `json:"sameNodeDefault"`
+	SameAz          string `json:"sameAz,omitempty"`
+}
+
+// Resilience asks for a backup replica kept out of the primary's failure
+// domains; each rule is "allow" or "forbid".
+type Resilience struct {
+	Pool      string `json:"pool,omitempty"`
+	SameNode  string `json:"sameNode,omitempty"`
+	SameAz    string `json:"sameAz,omitempty"`
+	SameCloud string `json:"sameCloud,omitempty"`
+}
+
+// BundleSpec is what a user submits (POST /v1/bundles, PUT
+// /v1/bundles/{id}). StartAt and StopAt are RFC 3339 instants or "".
+type BundleSpec struct {
+	ID         string            `json:"id,omitempty"`
+	Pool       string            `json:"pool"`
+	Priority   string            `json:"priority,omitempty"`
+	Jobs       []Job             `json:"jobs"`
+	Placement  Placement         `json:"placement"`
+	Resilience *Resilience       `json:"resilience,omitempty"`
+	StartAt    string            `json:"startAt,omitempty"`
+	StopAt     string            `json:"stopAt,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+}
+
+// GPUShare is a fractional share of one device.
+type GPUShare struct {
+	Index    int     `json:"index"`
+	Capacity float64 `json:"capacity"`
+}
+
+// JobPlacement is where one job of one replica sits.
+type JobPlacement struct {
+	Name   string    `json:"name"`
+	NodeID string    `json:"nodeId,omitempty"`
+	Cores  []int     `json:"cores,omitempty"`
+	GPU    *GPUShare `json:"gpu,omitempty"`
+	GPUs   []int     `json:"gpus,omitempty"`
+	Status string    `json:"status,omitempty"`
+}
+
+// Replica is one copy of a bundle's jobs; Index 0 is the primary.
+type Replica struct {
+	Index int    `json:"index"`
+	Role  string `json:"role"`
+	State string `json:"state"`
+	// Epoch is set on the primary: the bundle's fencing token.
+	Epoch uint64         `json:"epoch,omitempty"`
+	Jobs  []JobPlacement `json:"jobs"`
+}
+
+// Degradation records a relaxed soft rule.
+type Degradation struct {
+	Code    string    `json:"code"`
+	Message string    `json:"message"`
+	Since   time.Time `json:"since,omitzero"`
+}
+
+// NearestMiss names the node that came closest and the stage that stopped it.
+type NearestMiss struct {
+	NodeID string `json:"nodeId"`
+	Stage  string `json:"stage"`
+	Detail string `json:"detail"`
+}
+
+// Explain says why something is unplaced (DESIGN §3.7).
+type Explain struct {
+	NodesEvaluated int            `json:"nodesEvaluated"`
+	Filtered       map[string]int `json:"filtered"`
+	NearestMiss    *NearestMiss   `json:"nearestMiss,omitempty"`
+}
+
+// Bundle is a spec plus its replicated, read-only status.
+type Bundle struct {
+	BundleSpec
+
+	State        string        `json:"state"`
+	CreateIndex  uint64        `json:"createIndex"`
+	ModifyIndex  uint64        `json:"modifyIndex"`
+	Epoch        uint64        `json:"epoch"`
+	Replicas     []Replica     `json:"replicas"`
+	Degradations []Degradation `json:"degradations"`
+	Explain      *Explain      `json:"explain,omitempty"`
+}
+
+// BundleFilter narrows GET /v1/bundles.
+type BundleFilter struct {
+	Pool  string
+	State string
+}
+
+// CreateResponse answers POST /v1/bundles and PUT /v1/bundles/{id}.
+type CreateResponse struct {
+	Bundle   Bundle    `json:"bundle"`
+	Warnings []Finding `json:"warnings"`
+	// Created is true for 201 (a new bundle), false for 200 (an identical
+	// retry, or a replace). It is not part of the body.
+	Created bool `json:"-"`
+}
+
+// ValidateResponse answers POST /v1/bundles/validate.
+type ValidateResponse struct {
+	Valid    bool      `json:"valid"`
+	Errors   []Finding `json:"errors"`
+	Warnings []Finding `json:"warnings"`
+}
+
+// PlanResponse answers POST /v1/bundles/plan: the bundle as it would be
+// placed, and why anything stays unplaced.
+type PlanResponse struct {
+	Bundle  Bundle   `json:"bundle"`
+	Explain *Explain `json:"explain,omitempty"`
+}

@@ -1,0 +1,125 @@
+package api
+
+import "time"
+
+// Assignment desired states.
+const (
+	DesiredRun  = "run"
+	DesiredStop = "stop"
+)
+
+// Assignment is what a worker must run (or stop): one job of one replica on
+// one node, or one node service.
+type Assignment struct {
+	ID        string    `json:"id"`
+	BundleID  string    `json:"bundleId,omitempty"`
+	ServiceID string    `json:"serviceId,omitempty"`
+	Job       string    `json:"job"`
+	NodeID    string    `json:"nodeId"`
+	Role      string    `json:"role"`
+	Epoch     uint64    `json:"epoch"`
+	Desired   string    `json:"desired"`
+	Status    string    `json:"status"`
+	Message   string    `json:"message,omitempty"`
+	Launch    Launch    `json:"launch"`
+	Capacity  float64   `json:"capacity"`
+	Cores     []int     `json:"cores,omitempty"`
+	GPU       *GPUShare `json:"gpu,omitempty"`
+	GPUs      []int     `json:"gpus,omitempty"`
+
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// AssignmentStatus is a worker's report, the body of
+// PUT /v1/nodes/{id}/assignments/{assignmentId}/status.
+type AssignmentStatus struct {
+	State   string `json:"state"` // running | stopped | failed
+	Message string `json:"message,omitempty"`
+}
+
+// Event types (DESIGN §7).
+const (
+	EventBundleCreated     = "bundleCreated"
+	EventBundlePlaced      = "bundlePlaced"
+	EventBundleUnplaceable = "bundleUnplaceable"
+	EventBundleDeleted     = "bundleDeleted"
+	EventFailover          = "failover"
+	EventPromoted          = "promoted"
+	EventEvicted           = "evicted"
+	EventDegraded          = "degraded"
+	EventHealed            = "healed"
+	EventNodeStatus        = "nodeStatus"
+	EventNodeDrained       = "nodeDrained"
+	EventServerJoined      = "serverJoined"
+	EventServerRemoved     = "serverRemoved"
+)
+
+// Event is one line of GET /v1/events.
+type Event struct {
+	Index    uint64    `json:"index"`
+	Time     time.Time `json:"time,omitzero"`
+	Type     string    `json:"type"`
+	BundleID string    `json:"bundleId,omitempty"`
+	NodeID   string    `json:"nodeId,omitempty"`
+	Message  string    `json:"message"`
+}
+
+// Leader answers GET /v1/status/leader.
+type Leader struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raftAddr"`
+	HTTPAddr string `json:"httpAddr"`
+}
+
+// Peer is one server of the Raft configuration.
+type Peer struct {
+	ID       string `json:"id"`
+	Address  string `json:"address"`
+	Suffrage string `json:"suffrage"`
+	Leader   bool   `json:"leader"`
+}
+
+// Health answers GET /v1/health.
+type Health struct {
+	Status      string `json:"status"` // "ok" whenever the server answers
+	ID          string `json:"id"`
+	IsLeader    bool   `json:"isLeader"`
+	KnownLeader bool   `json:"knownLeader"`
+	Leader      string `json:"leader,omitempty"` // the known leader's id
+	Index       uint64 `json:"index"`            // last change index of the local state
+	Peers       int    `json:"peers"`            // voters and non-voters in the Raft configuration
+}
+
+// Member is one gossip member as the serving server sees it.
+type Member struct {
+	Name     string            `json:"name"`
+	Address  string            `json:"address"`
+	Role     string            `json:"role"`
+	Status   string            `json:"status"` // alive | suspect | dead | left
+	Labels   map[string]string `json:"labels"` // az, cloud, pool and the member's tags
+	RaftAddr string            `json:"raftAddr,omitempty"`
+	HTTPAddr string            `json:"httpAddr,omitempty"`
+	Since    time.Time         `json:"since,omitzero"`
+	LastSeen time.Time         `json:"lastSeen,omitzero"`
+}
+
+// RaftConfiguration answers GET /v1/operator/raft.
+type RaftConfiguration struct {
+	Servers           []Peer  `json:"servers"`
+	Leader            *Leader `json:"leader,omitempty"`
+	ServerID          string  `json:"serverId"` // the server that answered
+	State             string  `json:"state"`    // its raft state
+	Term              uint64  `json:"term"`
+	LastIndex         uint64  `json:"lastIndex"`
+	CommitIndex       uint64  `json:"commitIndex"`
+	AppliedIndex      uint64  `json:"appliedIndex"`
+	LastSnapshotIndex uint64  `json:"lastSnapshotIndex"`
+	ConfigIndex       uint64  `json:"configIndex"`
+}
+
+// TransferLeadershipRequest is the optional body of
+// POST /v1/operator/raft/transfer-leadership; an empty ID lets Raft choose.
+type TransferLeadershipRequest struct {
+	ID string `json:"id,omitempty"`
+}

@@ -1,0 +1,183 @@
+package api
+
+import "time"
+
+// Node statuses.
+const (
+	NodeReady   = "ready"
+	NodeSuspect = "suspect"
+	NodeDown    = "down"
+	NodeLeft    = "left"
+	NodeUnknown = "unknown"
+)
+
+// GPU is one device of a node or instance type.
+type GPU struct {
+	Index         int     `json:"index"`
+	Model         string  `json:"model,omitempty"`
+	TotalCapacity float64 `json:"totalCapacity"`
+}
+
+// Capability is a counted, exclusive resource a node offers (a NIC, a licence).
+type Capability struct {
+	Name       string            `json:"name"`
+	Count      int64             `json:"count"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// CapabilityCount is a held amount of a capability.
+type CapabilityCount struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+}
+
+// NodeSpec is a node's inventory: the body of PUT /v1/nodes/{id}. ID may be
+// omitted (the path names the node); when present it must match the path.
+type NodeSpec struct {
+	ID     string            `json:"id,omitempty"`
+	Pool   string            `json:"pool"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []string          `json:"taints,omitempty"`
+	// TotalCapacity is in compute units normalised to a reference workload.
+	TotalCapacity float64 `json:"totalCapacity"`
+	// UtilizationCap is in (0, 1]; 0 (or omitted) means 1.
+	UtilizationCap float64      `json:"utilizationCap,omitempty"`
+	TotalCores     int          `json:"totalCores"`
+	GPUs           []GPU        `json:"gpus,omitempty"`
+	Capabilities   []Capability `json:"capabilities,omitempty"`
+}
+
+// GPUReserved is what reservations hold of one device.
+type GPUReserved struct {
+	Index     int     `json:"index"`
+	Capacity  float64 `json:"capacity"`
+	Exclusive bool    `json:"exclusive"`
+}
+
+// Reserved is what a node's reservations hold.
+type Reserved struct {
+	Capacity     float64           `json:"capacity"`
+	Cores        int               `json:"cores"`
+	CoreSet      []int             `json:"coreSet"`
+	GPUs         []GPUReserved     `json:"gpus"`
+	Capabilities []CapabilityCount `json:"capabilities"`
+}
+
+// Node is a registered node: its inventory plus read-only, computed status.
+type Node struct {
+	NodeSpec
+
+	Status   string `json:"status"`
+	Cordoned bool   `json:"cordoned"`
+	Draining bool   `json:"draining"`
+	// LastSeen comes from the serving server's gossip view; zero when the
+	// node is not a gossip member there.
+	LastSeen time.Time `json:"lastSeen,omitzero"`
+	// Tier is the pool tier the node's cloud label selects; "" when the pool
+	// has no tiers (or none matches).
+	Tier        string   `json:"tier,omitempty"`
+	Allocatable float64  `json:"allocatable"`
+	Reserved    Reserved `json:"reserved"`
+	// Assignments counts the assignments the node's worker must run.
+	Assignments int    `json:"assignments"`
+	CreateIndex uint64 `json:"createIndex"`
+	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// NodeFilter narrows GET /v1/nodes.
+type NodeFilter struct {
+	Pool   string
+	Status string
+}
+
+// Pool kinds and scoring policies.
+const (
+	PoolCluster    = "cluster"
+	PoolElastic    = "elastic"
+	ScoringBinpack = "binpack"
+	ScoringSpread  = "spread"
+)
+
+// Tier is one step of a pool's cost cascade.
+type Tier struct {
+	Name  string `json:"name"`
+	Cloud string `json:"cloud"`
+}
+
+// PoolCaps are aggregate reservation ceilings; 0 means none.
+type PoolCaps struct {
+	MaxCapacity float64 `json:"maxCapacity"`
+	MaxCores    int     `json:"maxCores"`
+}
+
+// PoolDefaults are layered into jobs that omit capacity or cores.
+type PoolDefaults struct {
+	Capacity float64 `json:"capacity"`
+	Cores    int     `json:"cores"`
+}
+
+// InstanceType is a node profile an elastic pool can provision.
+type InstanceType struct {
+	Name          string       `json:"name"`
+	TotalCapacity float64      `json:"totalCapacity"`
+	TotalCores    int          `json:"totalCores"`
+	GPUs          []GPU        `json:"gpus,omitempty"`
+	Capabilities  []Capability `json:"capabilities,omitempty"`
+}
+
+// Provisioner says how an elastic pool obtains nodes: a URL or a command.
+type Provisioner struct {
+	URL     string   `json:"url,omitempty"`
+	Command []string `json:"command,omitempty"`
+}
+
+// PoolUsage is what a pool's reservations hold in total.
+type PoolUsage struct {
+	Capacity float64 `json:"capacity"`
+	Cores    int     `json:"cores"`
+}
+
+// Pool is the body of PUT /v1/pools/{name} and of pool reads. Usage,
+// CreateIndex and ModifyIndex are read-only: ignored on PUT, so a pool read
+// back can be edited and put again.
+type Pool struct {
+	Name          string         `json:"name,omitempty"`
+	Kind          string         `json:"kind,omitempty"`
+	Tiers         []Tier         `json:"tiers,omitempty"`
+	Scoring       string         `json:"scoring,omitempty"`
+	Caps          PoolCaps       `json:"caps"`
+	Defaults      PoolDefaults   `json:"defaults"`
+	InstanceTypes []InstanceType `json:"instanceTypes,omitempty"`
+	Provisioner   *Provisioner   `json:"provisioner,omitempty"`
+	MinNodes      int            `json:"minNodes,omitempty"`
+	MaxNodes      int            `json:"maxNodes,omitempty"`
+	Warm          int            `json:"warm,omitempty"`
+	// IdleTimeout and SpawnTimeout are Go durations ("10m").
+	IdleTimeout  string `json:"idleTimeout,omitempty"`
+	SpawnTimeout string `json:"spawnTimeout,omitempty"`
+
+	Usage       PoolUsage `json:"usage"`
+	CreateIndex uint64    `json:"createIndex,omitempty"`
+	ModifyIndex uint64    `json:"modifyIndex,omitempty"`
+}
+
+// CapabilityRequest asks for Count units of a capability whose attributes
+// include every AttributeMatches pair.
+type CapabilityRequest struct {
+	Name             string            `json:"name"`
+	Count            int64             `json:"count"`
+	AttributeMatches map[string]string `json:"attributeMatches,omitempty"`
+}
+
+// NodeService is an eager per-node service (DESIGN §2.5). CreateIndex and
+// ModifyIndex are read-only and ignored on PUT.
+type NodeService struct {
+	ID          string              `json:"id,omitempty"`
+	Pools       []string            `json:"pools"`
+	Consumes    []CapabilityRequest `json:"consumes,omitempty"`
+	Provides    []Capability        `json:"provides,omitempty"`
+	Lifecycle   string              `json:"lifecycle,omitempty"`
+	Launch      Launch              `json:"launch"`
+	CreateIndex uint64              `json:"createIndex,omitempty"`
+	ModifyIndex uint64              `json:"modifyIndex,omitempty"`
+}

@@ -1,0 +1,220 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
+)
+
+// exprChecker rejects expressions containing "!!", standing in for CEL.
+type exprChecker struct{}
+
+func (exprChecker) Check(expr string) error {
+	if strings.Contains(expr, "!!") {
+		return errors.New("syntax error")
+	}
+	return nil
+}
+
+// badInputEnv seeds a cluster with something of every kind to collide with.
+func badInputEnv(t *testing.T) *env {
+	t.Helper()
+	b := newTestBackend("s1")
+	e := newEnv(t, b, func(c *Config) { c.Exprs = exprChecker{} })
+	b.setLeader(e.hs.URL)
+	seedCluster(t, b)
+	placeBundle(t, b, "b1")
+	b.mustApply(t, fsm.UpsertPoolType, fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "one", Kind: fsm.PoolCluster,
+		Scoring: fsm.ScoringBinpack, Tiers: []fsm.Tier{{Name: "t", Cloud: "dc"}}}})
+	b.mustApply(t, fsm.UpsertPoolType, fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "el", Kind: fsm.PoolElastic,
+		Scoring: fsm.ScoringBinpack, InstanceTypes: []fsm.InstanceType{{Name: "small", TotalCapacity: 2000, TotalCores: 2}}}})
+	b.mustApply(t, fsm.UpsertServiceType, fsm.UpsertServiceRequest{Service: fsm.NodeService{ID: "svc1", Pools: []string{"p1"}}})
+	return e
+}
+
+// bundle renders a bundle body with one job, edited by fn.
+func bundle(fn func(s *api.BundleSpec)) string {
+	s := validSpec("bx")
+	s.Jobs = append(s.Jobs, api.Job{Name: "mux", Requirements: api.Requirements{Capacity: 0.5}})
+	if fn != nil {
+		fn(&s)
+	}
+	return string(mustJSONNoT(s))
+}
+
+type badCase struct {
+	name, method, path, body string
+	status                   int
+	code                     string
+	finding                  string // a finding code the errors must include
+}
+
+func badInputCases() []badCase {
+	return slices.Concat(badRequestCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases())
+}
+
+const bundles = "/v1/bundles"
+
+// validationCase is a 422 for a bundle edited by fn, naming finding.
+func validationCase(name, finding string, fn func(s *api.BundleSpec)) badCase {
+	return badCase{"422 " + name, http.MethodPost, bundles, bundle(fn), 422, api.CodeValidationFailed, finding}
+}
+
+// 400: malformed, unknown fields, trailing data, bad query parameters.
+func badRequestCases() []badCase {
+	return []badCase{
+		{"malformed json", "POST", bundles, `{"pool":`, 400, api.CodeBadRequest, ""},
+		{"empty body", "POST", bundles, ``, 400, api.CodeBadRequest, ""},
+		{"unknown field", "POST", bundles, `{"pool":"p1","jobs":[],"bogus":1}`, 400, api.CodeBadRequest, ""},
+		{"unknown nested field", "POST", bundles, `{"pool":"p1","jobs":[{"name":"a","requirements":{"cpu":1}}]}`, 400, api.CodeBadRequest, ""},
+		{"trailing object", "POST", bundles, bundle(nil) + `{}`, 400, api.CodeBadRequest, ""},
+		{"trailing garbage", "POST", bundles, bundle(nil) + ` x`, 400, api.CodeBadRequest, ""},
+		{"wrong type", "POST", bundles, `{"pool":5,"jobs":[]}`, 400, api.CodeBadRequest, ""},
+		{"number overflow", "POST", bundles, `{"pool":"p1","jobs":[{"name":"a","requirements":{"capacity":1e400}}]}`, 400, api.CodeBadRequest, ""},
+		{"fractional cores", "POST", bundles, `{"pool":"p1","jobs":[{"name":"a","requirements":{"cores":1.5}}]}`, 400, api.CodeBadRequest, ""},
+		{"validate malformed", "POST", bundles + "/validate", `[`, 400, api.CodeBadRequest, ""},
+		{"plan unknown field", "POST", bundles + "/plan", `{"nope":true}`, 400, api.CodeBadRequest, ""},
+		{"replace id mismatch", "PUT", bundles + "/b1", bundle(func(s *api.BundleSpec) { s.ID = "b2" }), 400, api.CodeBadRequest, ""},
+		{"replace bad cas", "PUT", bundles + "/b1?cas=abc", bundle(nil), 400, api.CodeBadRequest, ""},
+		{"replace zero cas", "PUT", bundles + "/b1?cas=0", bundle(nil), 400, api.CodeBadRequest, ""},
+		{"node malformed", "PUT", "/v1/nodes/n9", `{"pool":`, 400, api.CodeBadRequest, ""},
+		{"node unknown field", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":1,"status":"ready"}`, 400, api.CodeBadRequest, ""},
+		{"node id mismatch", "PUT", "/v1/nodes/n9", `{"id":"n8","pool":"p1","totalCapacity":1}`, 400, api.CodeBadRequest, ""},
+		{"pool unknown field", "PUT", "/v1/pools/p9", `{"kind":"cluster","color":"red"}`, 400, api.CodeBadRequest, ""},
+		{"pool trailing", "PUT", "/v1/pools/p9", `{} {}`, 400, api.CodeBadRequest, ""},
+		{"service malformed", "PUT", "/v1/services/s9", `{"pools":["p1"]`, 400, api.CodeBadRequest, ""},
+		{"status unknown field", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"running","code":1}`, 400, api.CodeBadRequest, ""},
+		{"cordon body", "POST", "/v1/nodes/n1/cordon", `{"x":1}`, 400, api.CodeBadRequest, ""},
+		{"transfer unknown field", "POST", "/v1/operator/raft/transfer-leadership", `{"idd":"x"}`, 400, api.CodeBadRequest, ""},
+		{"bad node status filter", "GET", "/v1/nodes?status=bogus", ``, 400, api.CodeBadRequest, ""},
+		{"bad bundle state filter", "GET", bundles + "?state=bogus", ``, 400, api.CodeBadRequest, ""},
+		{"bad index", "GET", bundles + "?index=-1", ``, 400, api.CodeBadRequest, ""},
+		{"bad wait", "GET", bundles + "?index=3&wait=forever", ``, 400, api.CodeBadRequest, ""},
+		{"bad stale", "GET", bundles + "?stale=maybe", ``, 400, api.CodeBadRequest, ""},
+		{"stale and consistent", "GET", bundles + "?stale&consistent", ``, 400, api.CodeBadRequest, ""},
+		{"bad force", "DELETE", "/v1/nodes/n1?force=perhaps", ``, 400, api.CodeBadRequest, ""},
+		{"bad events index", "GET", "/v1/events?index=x", ``, 400, api.CodeBadRequest, ""},
+		{"method not allowed", "PATCH", bundles + "/b1", `{}`, 405, api.CodeBadRequest, ""},
+	}
+}
+
+func notFoundCases() []badCase {
+	return []badCase{
+		{"no route", "GET", "/v1/nope", ``, 404, api.CodeNotFound, ""},
+		{"get bundle", "GET", bundles + "/ghost", ``, 404, api.CodeNotFound, ""},
+		{"get node", "GET", "/v1/nodes/ghost", ``, 404, api.CodeNotFound, ""},
+		{"get pool", "GET", "/v1/pools/ghost", ``, 404, api.CodeNotFound, ""},
+		{"get service", "GET", "/v1/services/ghost", ``, 404, api.CodeNotFound, ""},
+		{"delete bundle", "DELETE", bundles + "/ghost", ``, 404, api.CodeNotFound, ""},
+		{"delete node", "DELETE", "/v1/nodes/ghost", ``, 404, api.CodeNotFound, ""},
+		{"delete pool", "DELETE", "/v1/pools/ghost", ``, 404, api.CodeNotFound, ""},
+		{"delete service", "DELETE", "/v1/services/ghost", ``, 404, api.CodeNotFound, ""},
+		{"replace unknown bundle", "PUT", bundles + "/ghost", bundle(func(s *api.BundleSpec) { s.ID = "" }), 404, api.CodeNotFound, ""},
+		{"cordon unknown node", "POST", "/v1/nodes/ghost/cordon", ``, 404, api.CodeNotFound, ""},
+		{"status of unknown assignment", "PUT", "/v1/nodes/n1/assignments/ghost/status", `{"state":"running"}`, 404, api.CodeNotFound, ""},
+		{"assignments of unknown node", "GET", "/v1/nodes/ghost/assignments", ``, 404, api.CodeNotFound, ""},
+	}
+}
+
+func conflictCases() []badCase {
+	return []badCase{
+		{"create exists with another spec", "POST", bundles, bundle(func(s *api.BundleSpec) { s.ID = "b1" }), 409, api.CodeConflict, ""},
+		{"replace cas mismatch", "PUT", bundles + "/b1?cas=999", bundle(func(s *api.BundleSpec) { s.ID = "" }), 409, api.CodeCASMismatch, ""},
+		{"deregister busy node", "DELETE", "/v1/nodes/n1", ``, 409, api.CodeInUse, ""},
+		{"delete pool in use", "DELETE", "/v1/pools/p1", ``, 409, api.CodeInUse, ""},
+		{"move busy node", "PUT", "/v1/nodes/n1", `{"pool":"p2","totalCapacity":8,"totalCores":8}`, 409, api.CodeInUse, ""},
+		{"shrink below reserved", "PUT", "/v1/nodes/n1", `{"pool":"p1","totalCapacity":1,"totalCores":8,"gpus":[{"index":0,"totalCapacity":1}]}`, 409, api.CodeConflict, ""},
+	}
+}
+
+func tooLargeCases() []badCase {
+	huge := `{"pool":"p1","tags":{"x":"` + strings.Repeat("a", 1<<20+1) + `"},"jobs":[]}`
+	return []badCase{
+		{"bundle too large", "POST", bundles, huge, 413, api.CodeBodyTooLarge, ""},
+		{"node too large", "PUT", "/v1/nodes/n9", huge, 413, api.CodeBodyTooLarge, ""},
+		{"validate too large", "POST", bundles + "/validate", huge, 413, api.CodeBodyTooLarge, ""},
+	}
+}
+
+// 422: each class of static validation failure, and edge conversions.
+func validationCases() []badCase {
+	v := validationCase
+	return []badCase{
+		v("duplicate job", fsm.CodeDuplicateJobName, func(s *api.BundleSpec) { s.Jobs[1].Name = "enc" }),
+		v("unknown job in placement", fsm.CodeUnknownJobNameInPlacement, func(s *api.BundleSpec) { s.Jobs[0].CoLocateWith = []string{"x"} }),
+		v("self reference", fsm.CodeSelfReferenceInPlacement, func(s *api.BundleSpec) { s.Jobs[0].SeparateFrom = []string{"enc"} }),
+		v("contradictory placement", fsm.CodeContradictoryPlacement, func(s *api.BundleSpec) {
+			s.Jobs[0].CoLocateWith, s.Jobs[0].SeparateFrom = []string{"mux"}, []string{"mux"}
+		}),
+		v("empty pool", fsm.CodeEmptyPool, func(s *api.BundleSpec) { s.Pool = "" }),
+		v("unknown pool", fsm.CodeUnknownPool, func(s *api.BundleSpec) { s.Pool = "nope" }),
+		v("unknown resilience pool", fsm.CodeUnknownResiliencePool, func(s *api.BundleSpec) { s.Resilience = &api.Resilience{Pool: "nope"} }),
+		v("resilience unsatisfiable", fsm.CodeResilienceUnsatisfiable, func(s *api.BundleSpec) {
+			s.Pool, s.Resilience = "one", &api.Resilience{SameCloud: api.Forbid}
+		}),
+		v("invalid expression", fsm.CodeInvalidExpression, func(s *api.BundleSpec) { s.Jobs[0].Constraints = []string{"node.id !! 1"} }),
+		v("negative capacity", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Capacity = -1 }),
+		v("capacity below resolution", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Capacity = 0.0001 }),
+		v("negative cores", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Cores = -2 }),
+		v("bad priority", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Priority = "platinum" }),
+		v("reserved tag", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Tags = map[string]string{"__x": "1"} }),
+		v("bad startAt", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.StartAt = "tomorrow" }),
+		v("stop before start", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) {
+			s.StartAt, s.StopAt = "2030-01-02T00:00:00Z", "2030-01-01T00:00:00Z"
+		}),
+		v("bad id", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.ID = "Bad ID" }),
+		v("no jobs", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs = nil }),
+		v("unsatisfiable in elastic pool", fsm.CodeUnsatisfiableCores, func(s *api.BundleSpec) {
+			s.Pool = "el"
+			s.Jobs[0].Requirements.Cores = 4
+		}),
+		{"422 replace invalid", "PUT", bundles + "/b1", bundle(func(s *api.BundleSpec) { s.ID, s.Priority = "", "x" }), 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"422 plan invalid", "POST", bundles + "/plan", bundle(func(s *api.BundleSpec) { s.Pool = "" }), 422, api.CodeValidationFailed, fsm.CodeEmptyPool},
+		{"422 node zero capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":0}`, 422, api.CodeValidationFailed, ""},
+		{"422 node negative capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":-4}`, 422, api.CodeValidationFailed, ""},
+		{"422 node utilization above 1", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"utilizationCap":1.5}`, 422, api.CodeValidationFailed, ""},
+		{"422 node gpu below resolution", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"gpus":[{"index":0,"totalCapacity":0.0001}]}`, 422, api.CodeValidationFailed, ""},
+		{"422 node bad id", "PUT", "/v1/nodes/N_9", `{"pool":"p1","totalCapacity":4}`, 422, api.CodeValidationFailed, ""},
+		{"422 pool bad kind", "PUT", "/v1/pools/p9", `{"kind":"weird"}`, 422, api.CodeValidationFailed, ""},
+		{"422 pool bad duration", "PUT", "/v1/pools/p9", `{"kind":"elastic","idleTimeout":"soon"}`, 422, api.CodeValidationFailed, ""},
+		{"422 pool negative cap", "PUT", "/v1/pools/p9", `{"caps":{"maxCapacity":-1}}`, 422, api.CodeValidationFailed, ""},
+		{"422 service lifecycle", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"lazy"}`, 422, api.CodeValidationFailed, ""},
+		{"422 service no pools", "PUT", "/v1/services/s9", `{"pools":[]}`, 422, api.CodeValidationFailed, ""},
+		{"422 status state", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"exploded"}`, 422, api.CodeValidationFailed, ""},
+	}
+}
+
+// TestBadInput checks every rejection's status, code and body shape, and
+// that no rejected request changes state. Rejections decided at the edge
+// (400, 413, 422) must not even reach Raft.
+func TestBadInput(t *testing.T) {
+	e := badInputEnv(t)
+	for _, tc := range badInputCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			before, applies := stateHash(t, e.b.State()), e.b.applyCount()
+			resp, raw := e.do(tc.method, tc.path, []byte(tc.body))
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, raw)
+			}
+			got := errorBody(t, raw)
+			if got.Code != tc.code {
+				t.Fatalf("code %q, want %q: %s", got.Code, tc.code, raw)
+			}
+			if tc.finding != "" && !slices.ContainsFunc(got.Errors, func(f api.Finding) bool { return f.Code == tc.finding }) {
+				t.Fatalf("errors lack %q: %s", tc.finding, raw)
+			}
+			if stateHash(t, e.b.State()) != before {
+				t.Fatal("state changed")
+			}
+			edge := tc.status == 400 || tc.status == 413 || tc.status == 422 || tc.status == 405
+			if edge && e.b.applyCount() != applies {
+				t.Fatal("an edge rejection reached Apply")
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/amserver/amserver/api"
+)
+
+// consistency is what a read asks for (DESIGN §5).
+type consistency int
+
+const (
+	readDefault consistency = iota
+	readConsistent
+	readStale
+)
+
+func readConsistency(c echo.Context) (consistency, error) {
+	stale, err := flagParam(c, "stale")
+	if err != nil {
+		return 0, err
+	}
+	consistent, err := flagParam(c, "consistent")
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case stale && consistent:
+		return 0, badRequest("stale and consistent are mutually exclusive")
+	case stale:
+		return readStale, nil
+	case consistent:
+		return readConsistent, nil
+	}
+	return readDefault, nil
+}
+
+// readMW makes a read linearizable by default: a follower forwards it to
+// the leader, the leader runs a read barrier first. ?stale serves locally on
+// any server and says how stale it may be.
+func (s *Server) readMW(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		mode, err := readConsistency(c)
+		if err != nil {
+			return err
+		}
+		if mode == readStale {
+			s.setContactHeaders(c)
+			return next(c)
+		}
+		if !s.b.IsLeader() {
+			return s.forward(c, false)
+		}
+		rm := ReadDefault
+		if mode == readConsistent {
+			rm = ReadConsistent
+		}
+		if err := s.b.ReadBarrier(c.Request().Context(), rm); err != nil {
+			if errors.Is(err, ErrNotLeader) {
+				return s.forward(c, false) // deposed since IsLeader: try the new leader
+			}
+			return err
+		}
+		s.setContactHeaders(c)
+		return next(c)
+	}
+}
+
+func (s *Server) setContactHeaders(c echo.Context) {
+	h := c.Response().Header()
+	_, known := s.b.Leader()
+	known = known || s.b.IsLeader()
+	h.Set(api.HeaderKnownLeader, strconv.FormatBool(known))
+	h.Set(api.HeaderLastContact, strconv.FormatInt(s.b.LastContact().Milliseconds(), 10))
+}
+
+// writeMW sends a write to the leader. The body is buffered first (which
+// enforces the limit before anything is forwarded) so that when leadership
+// moves between the check and Apply the write can be forwarded once more.
+func (s *Server) writeMW(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if _, err := bodyBytes(c); err != nil {
+			return err
+		}
+		if !s.b.IsLeader() {
+			return s.forward(c, true)
+		}
+		err := next(c)
+		if errors.Is(err, ErrNotLeader) && !c.Response().Committed {
+			return s.forward(c, true)
+		}
+		return err
+	}
+}
+
+// streamWriteMW is writeMW for bodies too large to buffer (snapshot
+// restore): forwarded as a stream, and never a second time.
+func (s *Server) streamWriteMW(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(streamKey, true)
+		if !s.b.IsLeader() {
+			return s.forward(c, true)
+		}
+		err := next(c)
+		if errors.Is(err, ErrNotLeader) {
+			return noLeader("leadership moved during the request; retry")
+		}
+		return err
+	}
+}
+
+// setIndex sets the index header: at least 1, so a client passing it back
+// always blocks (index 0 means "do not block").
+func setIndex(c echo.Context, index uint64) {
+	c.Response().Header().Set(api.HeaderIndex, strconv.FormatUint(max(index, 1), 10))
+}

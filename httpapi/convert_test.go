@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
+)
+
+// The table names reads watch must exist in the FSM, or blocking queries
+// would watch nothing and answer index 1 forever.
+func TestTableNamesExist(t *testing.T) {
+	for _, name := range []string{tableNodes, tablePools, tableBundles, tableAssignments, tableServices, tableEvents} {
+		if !slices.Contains(fsm.Tables, name) {
+			t.Errorf("table %q is not in fsm.Tables %v", name, fsm.Tables)
+		}
+	}
+}
+
+func TestToMilli(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want int64
+		ok   bool
+	}{
+		{0, 0, true}, {2.5, 2500, true}, {0.001, 1, true}, {0.0015, 2, true}, {0.0004999, 0, false},
+		{1e6, 1e9, true}, {-0.001, 0, false}, {math.NaN(), 0, false}, {math.Inf(1), 0, false},
+		{math.Inf(-1), 0, false}, {1e300, 0, false}, {maxUnits, maxUnits * 1000, true},
+	} {
+		got, err := toMilli(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
+			t.Errorf("toMilli(%v) = %d, %v; want %d ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestInstants(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{
+		{"", true}, {"2030-01-02T03:04:05Z", true}, {"2030-01-02T03:04:05.123456789+02:00", true},
+		{"1969-12-31T23:59:59Z", false}, {"1970-01-01T00:00:00Z", false}, {"2262-06-01T00:00:00Z", false},
+		{"2030-01-02", false}, {"yesterday", false},
+	} {
+		n, err := parseInstant(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("parseInstant(%q) = %d, %v; want ok=%v", tc.in, n, err, tc.ok)
+		}
+		if err == nil && tc.in != "" {
+			back, _ := parseInstant(formatInstant(n))
+			if back != n {
+				t.Errorf("round trip of %q: %d != %d", tc.in, back, n)
+			}
+		}
+	}
+}
+
+// A spec survives API → FSM → API unchanged, so an identical retry built
+// from a read-back compares equal.
+func TestSpecRoundTrip(t *testing.T) {
+	in := api.BundleSpec{
+		ID: "b1", Pool: "p1", Priority: api.PriorityGold,
+		Placement:  api.Placement{SameNodeDefault: true, SameAz: api.SameAzSoft},
+		Resilience: &api.Resilience{Pool: "p2", SameNode: api.Forbid, SameAz: api.Allow, SameCloud: api.Forbid},
+		StartAt:    "2030-01-02T03:04:05.5Z", StopAt: "2030-01-03T00:00:00Z", Tags: map[string]string{"a": "b"},
+		Jobs: []api.Job{{
+			Name: "enc",
+			Requirements: api.Requirements{Capacity: 2.5, Cores: 2, GPUCapacity: 0.25, GPUModel: "a10",
+				Capabilities: []api.CapabilityRequest{{Name: "nic", Count: 1, AttributeMatches: map[string]string{"speed": "25g"}}}},
+			CoLocateWith: []string{"mux"}, Tolerations: []string{"gpu"}, Constraints: []string{`node.labels.rack != "r7"`},
+			Affinities: []api.Affinity{{Expression: "true", Weight: -5}},
+			Launch:     api.Launch{Driver: api.DriverExec, Command: []string{"ffmpeg"}, Env: map[string]string{"X": "1"}},
+		}, {Name: "mux", Launch: api.Launch{Driver: api.DriverNone}}},
+	}
+	spec, problems := specFromAPI(in)
+	if len(problems) != 0 {
+		t.Fatalf("problems: %+v", problems)
+	}
+	if got := specToAPI(&spec); !reflect.DeepEqual(got, in) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, in)
+	}
+}
+
+func TestNodeConversion(t *testing.T) {
+	n, err := nodeFromAPI("n1", api.NodeSpec{Pool: "p1", TotalCapacity: 8, TotalCores: 4,
+		GPUs: []api.GPU{{Index: 1, Model: "a10", TotalCapacity: 0.5}}})
+	if err != nil || n.TotalCapacity != 8000 || n.UtilizationCap != 1000 || n.GPUs[0].Capacity != 500 || n.ID != "n1" {
+		t.Fatalf("node = %+v, %v", n, err)
+	}
+	if _, err := nodeFromAPI("n1", api.NodeSpec{Pool: "p1", TotalCapacity: math.Inf(1)}); err == nil {
+		t.Fatal("infinite capacity accepted")
+	}
+}

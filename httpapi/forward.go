@@ -1,0 +1,143 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/amserver/amserver/api"
+)
+
+// hopHeaders are connection-scoped and must not cross a proxy (RFC 9110 §7.6.1).
+var hopHeaders = []string{
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// forward proxies the whole request to the leader and relays its answer,
+// streaming (blocking queries and event streams pass through). A request
+// that was already forwarded once is never forwarded again: two servers
+// that each believe the other leads would otherwise bounce it forever.
+func (s *Server) forward(c echo.Context, write bool) error {
+	req := c.Request()
+	self := s.b.ServerID()
+	if by := req.Header.Get(api.HeaderForwarded); by != "" {
+		return noLeader("server %s is not the leader and the request was already forwarded by %s", self, by)
+	}
+	leader, ok := s.b.Leader()
+	if !ok || leader.HTTPAddr == "" || leader.ID == self {
+		return noLeader("server %s knows no leader", self)
+	}
+	target, err := leaderURL(leader.HTTPAddr, req.URL)
+	if err != nil {
+		return noLeader("leader %s: %v", leader.ID, err)
+	}
+	body, err := forwardBody(c)
+	if err != nil {
+		return err
+	}
+	out, err := http.NewRequestWithContext(req.Context(), req.Method, target, body)
+	if err != nil {
+		return fmt.Errorf("forward to leader %s: %w", leader.ID, err)
+	}
+	copyHeader(out.Header, req.Header)
+	out.Header.Set(api.HeaderForwarded, self)
+	if body != nil && out.ContentLength == 0 {
+		out.ContentLength = req.ContentLength // a streamed body: keep the declared length
+	}
+	resp, err := s.fwd.Do(out)
+	if err != nil {
+		return forwardFailed(req.Context(), leader.ID, write, err)
+	}
+	defer func() { _ = resp.Body.Close() }() // the relay read what it could
+	copyHeader(c.Response().Header(), resp.Header)
+	c.Response().WriteHeader(resp.StatusCode)
+	relay(c.Response(), resp.Body)
+	return nil
+}
+
+// forwardBody is the buffered body when there is one, else the request's
+// own stream (snapshot restore), else nothing.
+func forwardBody(c echo.Context) (io.Reader, error) {
+	if b, ok := c.Get(bodyKey).([]byte); ok {
+		return bytes.NewReader(b), nil
+	}
+	req := c.Request()
+	if c.Get(streamKey) == true {
+		return req.Body, nil
+	}
+	if req.ContentLength == 0 && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
+		return nil, nil
+	}
+	b, err := bodyBytes(c)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewReader(b), nil
+}
+
+// streamKey marks a request whose body is forwarded as a stream.
+const streamKey = "amserver.stream"
+
+// forwardFailed says what a failed forward means for the client. A dial
+// error proves the leader never saw the request; any later failure of a
+// write leaves its outcome unknown.
+func forwardFailed(ctx context.Context, leader string, write bool, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err() // the client went away
+	}
+	var op *net.OpError
+	if !write || (errors.As(err, &op) && op.Op == "dial") {
+		return noLeader("leader %s unreachable: %v", leader, err)
+	}
+	return fmt.Errorf("%w: forwarded to leader %s: %w", ErrOutcomeUnknown, leader, err)
+}
+
+func leaderURL(addr string, in *url.URL) (string, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("bad HTTP address %q", addr)
+	}
+	u.Path, u.RawPath, u.RawQuery = in.Path, in.RawPath, in.RawQuery
+	return u.String(), nil
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		dst[k] = append([]string(nil), vs...)
+	}
+	for _, h := range hopHeaders {
+		dst.Del(h)
+	}
+}
+
+// relay copies the leader's answer, flushing each chunk so streams and
+// long polls reach the client as they happen. A failure means one side went
+// away; nothing can be reported on a response already under way.
+func relay(w *echo.Response, body io.Reader) {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}

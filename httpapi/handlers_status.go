@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/amserver/amserver/api"
+)
+
+// getLeader answers from this server's view; no known leader is 503.
+func (s *Server) getLeader(c echo.Context) error {
+	l, ok := s.b.Leader()
+	if !ok {
+		return noLeader("server %s knows no leader", s.b.ServerID())
+	}
+	setIndex(c, s.b.State().Index())
+	return c.JSON(http.StatusOK, leaderToAPI(l))
+}
+
+func (s *Server) getPeers(c echo.Context) error {
+	info, err := s.b.RaftInfo(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	setIndex(c, s.b.State().Index())
+	return c.JSON(http.StatusOK, peersToAPI(info.Servers))
+}
+
+// getHealth is 200 whenever this server answers; the body says what it
+// knows, so a load balancer can check liveness and an operator quorum.
+func (s *Server) getHealth(c echo.Context) error {
+	idx := s.b.State().Index()
+	h := api.Health{Status: "ok", ID: s.b.ServerID(), IsLeader: s.b.IsLeader(), Index: idx}
+	if l, ok := s.b.Leader(); ok {
+		h.KnownLeader, h.Leader = true, l.ID
+	}
+	// Peers is best effort: health must not fail because Raft is busy.
+	if info, err := s.b.RaftInfo(c.Request().Context()); err == nil {
+		h.Peers = len(info.Servers)
+	}
+	setIndex(c, idx)
+	return c.JSON(http.StatusOK, h)
+}
+
+func (s *Server) getMembers(c echo.Context) error {
+	members := s.b.Members()
+	out := make([]api.Member, len(members))
+	for i, m := range members {
+		out[i] = memberToAPI(m)
+	}
+	setIndex(c, s.b.State().Index())
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) getRaft(c echo.Context) error {
+	info, err := s.b.RaftInfo(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	l, ok := s.b.Leader()
+	setIndex(c, s.b.State().Index())
+	return c.JSON(http.StatusOK, raftToAPI(s.b.ServerID(), info, l, ok))
+}
+
+// transferLeadership takes an optional {"id"}; an empty body lets Raft pick.
+func (s *Server) transferLeadership(c echo.Context) error {
+	var req api.TransferLeadershipRequest
+	b, err := bodyBytes(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := decodeStrict(b, &req); err != nil {
+			return err
+		}
+	}
+	if err := s.b.TransferLeadership(c.Request().Context(), req.ID); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) removePeer(c echo.Context) error {
+	if err := s.b.RemovePeer(c.Request().Context(), param(c, "id")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

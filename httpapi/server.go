@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
+)
+
+// Defaults.
+const (
+	// DefaultBodyLimit is 1 MiB (DESIGN §7). echo's "1M" would be 10^6 bytes.
+	DefaultBodyLimit = "1MiB"
+	// DefaultSnapshotBodyLimit bounds a snapshot restore upload.
+	DefaultSnapshotBodyLimit = "4GiB"
+	// shutdownGrace is how long Serve waits for requests to finish.
+	shutdownGrace = 10 * time.Second
+)
+
+// Config wires a Server.
+type Config struct {
+	Backend Backend
+	// Exprs compiles constraint expressions during bundle validation; nil
+	// skips compiling them.
+	Exprs  fsm.ExprChecker
+	Logger *slog.Logger
+	// BodyLimit bounds request bodies ("1MiB" when empty); larger bodies
+	// get 413 bodyTooLarge.
+	BodyLimit string
+	// SnapshotBodyLimit bounds snapshot restores ("4GiB" when empty).
+	SnapshotBodyLimit string
+	// ForwardClient sends requests to the leader. It must not time out
+	// before the longest blocking query (5 m); the default has no timeout
+	// and relies on the request's context.
+	ForwardClient *http.Client
+}
+
+// Server is the HTTP API of one amserver server.
+type Server struct {
+	b     Backend
+	exprs fsm.ExprChecker
+	log   *slog.Logger
+	fwd   *http.Client
+	echo  *echo.Echo
+
+	// stopping is closed when Serve's context ends, so blocking queries and
+	// event streams finish and graceful shutdown does not wait minutes.
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+// New builds the server and its routes. It panics on an invalid body limit,
+// a configuration error caught at startup.
+func New(cfg Config) *Server {
+	if cfg.Backend == nil {
+		panic("httpapi: Config.Backend is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BodyLimit == "" {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.SnapshotBodyLimit == "" {
+		cfg.SnapshotBodyLimit = DefaultSnapshotBodyLimit
+	}
+	if cfg.ForwardClient == nil {
+		cfg.ForwardClient = &http.Client{
+			// A redirect from the leader is the client's business, not ours.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	s := &Server{
+		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
+		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
+	}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}))
+	e.Use(s.logRequests)
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit: cfg.BodyLimit, Skipper: isSnapshotRestore,
+	}))
+	s.echo = e
+	s.routes(middleware.BodyLimit(cfg.SnapshotBodyLimit))
+	return s
+}
+
+// Handler is the API as an http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// ListenAndServe listens on addr and serves until ctx ends.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("httpapi: listen %s: %w", addr, err)
+	}
+	return s.Serve(ctx, l)
+}
+
+// Serve serves on l until ctx ends, then shuts down gracefully: blocking
+// queries answer at once, streams end, and in-flight writes get up to
+// shutdownGrace to finish.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	done := make(chan error, 1)
+	go func() {
+		<-ctx.Done()
+		s.stop()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		if err != nil {
+			err = errors.Join(err, srv.Close())
+		}
+		done <- err
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		s.stop()
+		return fmt.Errorf("httpapi: serve: %w", err)
+	}
+	if err := <-done; err != nil {
+		return fmt.Errorf("httpapi: shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) stop() { s.stopOnce.Do(func() { close(s.stopping) }) }
+
+func isSnapshotRestore(c echo.Context) bool {
+	return c.Request().Method == http.MethodPut && c.Path() == snapshotPath
+}
+
+// logPanic records a recovered panic once; the error handler then answers
+// 500 internal instead of dropping the connection.
+func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
+	s.log.Error("panic in handler", "method", c.Request().Method, "path", c.Request().URL.Path,
+		"err", err, "stack", string(stack))
+	return &httpError{status: http.StatusInternalServerError, code: api.CodeInternal, message: "internal error"}
+}
+
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err == nil && s.log.Enabled(c.Request().Context(), slog.LevelDebug) { // errors are logged by handleError
+			s.log.Debug("request", "method", c.Request().Method, "path", c.Request().URL.Path,
+				"status", c.Response().Status, "forwardedBy", c.Request().Header.Get(api.HeaderForwarded),
+				"duration", time.Since(start))
+		}
+		return err
+	}
+}
