@@ -152,6 +152,9 @@ func (s *State) Services() []*NodeService { return all[NodeService](s.txn, table
 
 // Events returns up to limit events after the given raft index, oldest first.
 func (s *State) Events(afterIndex uint64, limit int) []Event {
+	if afterIndex == ^uint64(0) {
+		return nil // nothing can follow the largest index (and +1 would wrap)
+	}
 	it, err := s.txn.LowerBound(tableEvents, "id", eventID(afterIndex+1, 0))
 	if err != nil {
 		return nil
