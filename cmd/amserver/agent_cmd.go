@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/gossip"
+)
+
+// agentFlags are the flags of `amserver agent` (DESIGN §8).
+type agentFlags struct {
+	server, worker     bool
+	nodeID, dataDir    string
+	bind, advertise    string
+	httpAddr, raftAddr string
+	gossipAddr         string
+	bootstrapExpect    int
+	join, servers      []string
+	pool, az, cloud    string
+	timeoutScale       float64
+	deadServerCleanup  time.Duration
+	logLevel           string
+	config             string
+	inventory          inventoryFlags
+}
+
+func newAgentCmd() *cobra.Command {
+	f := &agentFlags{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run an amserver server (--server) or worker (--worker)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyConfigFile(cmd, f.config); err != nil {
+				return badFlags(err)
+			}
+			if f.server == f.worker {
+				return badFlags(errors.New("choose exactly one of --server and --worker"))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logger := newLogger(f.logLevel)
+			if f.server {
+				return runServer(ctx, f, logger)
+			}
+			return runWorker(ctx, f, logger)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.server, "server", false, "run as a server (Raft voter, gossip member, HTTP API)")
+	fl.BoolVar(&f.worker, "worker", false, "run as a worker (registers inventory, runs assignments)")
+	fl.StringVar(&f.nodeID, "node-id", "", "node id; defaults to the hostname")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory for Raft data (servers; required)")
+	fl.StringVar(&f.bind, "bind", "0.0.0.0", "IP address to listen on")
+	fl.StringVar(&f.advertise, "advertise", "", "IP address other nodes use to reach this one; detected when empty")
+	fl.StringVar(&f.httpAddr, "http-addr", "", fmt.Sprintf("HTTP API address (default bind:%d)", agent.DefaultHTTPPort))
+	fl.StringVar(&f.raftAddr, "raft-addr", "", fmt.Sprintf("Raft address (default bind:%d)", agent.DefaultRaftPort))
+	fl.StringVar(&f.gossipAddr, "gossip-addr", "", fmt.Sprintf("gossip address, TCP and UDP (default bind:%d)", agent.DefaultGossipPort))
+	fl.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers are in gossip")
+	fl.StringArrayVar(&f.join, "join", nil, "gossip address of a member to join (repeatable)")
+	fl.StringArrayVar(&f.servers, "servers", nil, "worker: HTTP address of a server to use before gossip finds them (repeatable)")
+	fl.StringVar(&f.pool, "pool", "default", "worker: the pool to register in")
+	fl.StringVar(&f.az, "az", "", "failure domain: availability zone label")
+	fl.StringVar(&f.cloud, "cloud", "", "failure domain: cloud label")
+	fl.Float64Var(&f.timeoutScale, "timeout-scale", 1, "multiplier for every Raft timeout (raise on slow or loaded hosts)")
+	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
+	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
+	f.inventory.register(fl)
+	return cmd
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
+	cfg, err := f.serverConfig(logger)
+	if err != nil {
+		return badFlags(err)
+	}
+	srv, err := agent.NewServer(cfg, serverDeps(logger))
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("amserver server running", "id", cfg.NodeID, "http", srv.HTTPAddr(), "gossip", srv.Gossip().LocalAddr())
+	<-ctx.Done()
+	logger.Info("shutting down: transferring leadership and leaving gossip")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
+	cfg, err := f.workerConfig(logger)
+	if err != nil {
+		return badFlags(err)
+	}
+	w, err := agent.NewWorker(cfg)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("amserver worker running", "id", cfg.NodeID, "pool", cfg.Inventory.Pool, "gossip", w.GossipAddr())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return w.Shutdown(sctx)
+}
+
+func (f *agentFlags) gossipConfig(logger *slog.Logger) (gossip.Config, error) {
+	gc := gossip.DefaultConfig()
+	gc.Logger = logger
+	host, port, err := splitAddr(f.gossipAddr, f.bind, agent.DefaultGossipPort)
+	if err != nil {
+		return gc, fmt.Errorf("--gossip-addr: %w", err)
+	}
+	gc.BindAddr, gc.BindPort = host, port
+	if adv, err := f.advertiseIP(); err == nil {
+		gc.AdvertiseAddr, gc.AdvertisePort = adv, port
+	} else {
+		return gc, err
+	}
+	return gc, nil
+}
+
+func defaultNodeID(id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("--node-id is required: %w", err)
+	}
+	return host, nil
+}
+
+// detectedCores is the worker's core count when --cores is not given.
+func detectedCores() int { return runtime.NumCPU() }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/api"
+)
+
+// flagsError marks a bad flag value or config file: a usage error.
+type flagsError struct{ err error }
+
+func (e *flagsError) Error() string { return e.err.Error() }
+func (e *flagsError) Unwrap() error { return e.err }
+
+func badFlags(err error) error { return &flagsError{err: err} }
+
+func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
+	id, err := defaultNodeID(f.nodeID)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	if f.dataDir == "" {
+		return agent.Config{}, errors.New("--data-dir is required for a server")
+	}
+	adv, err := f.advertiseIP()
+	if err != nil {
+		return agent.Config{}, err
+	}
+	httpHost, httpPort, err := splitAddr(f.httpAddr, f.bind, agent.DefaultHTTPPort)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("--http-addr: %w", err)
+	}
+	raftHost, raftPort, err := splitAddr(f.raftAddr, f.bind, agent.DefaultRaftPort)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("--raft-addr: %w", err)
+	}
+	gc, err := f.gossipConfig(logger)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	return agent.Config{
+		NodeID: id, DataDir: f.dataDir,
+		HTTPAddr: joinPort(httpHost, httpPort), HTTPAdvertise: joinPort(adv, httpPort),
+		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
+		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
+		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup,
+		Gossip: gc, Logger: logger,
+	}, nil
+}
+
+func (f *agentFlags) workerConfig(logger *slog.Logger) (agent.WorkerConfig, error) {
+	id, err := defaultNodeID(f.nodeID)
+	if err != nil {
+		return agent.WorkerConfig{}, err
+	}
+	inv, err := f.inventory.spec(f.pool, f.az, f.cloud)
+	if err != nil {
+		return agent.WorkerConfig{}, err
+	}
+	driver, err := newDriver(f.inventory.driver, logger)
+	if err != nil {
+		return agent.WorkerConfig{}, err
+	}
+	gc, err := f.gossipConfig(logger)
+	if err != nil {
+		return agent.WorkerConfig{}, err
+	}
+	return agent.WorkerConfig{
+		NodeID: id, Inventory: inv, AZ: f.az, Cloud: f.cloud, Driver: driver,
+		Servers: f.servers, Token: os.Getenv("AMSERVER_TOKEN"), Join: f.join, Gossip: gc, Logger: logger,
+	}, nil
+}
+
+func newDriver(name string, logger *slog.Logger) (agent.Driver, error) {
+	switch name {
+	case "", api.DriverNone:
+		return agent.NewNoneDriver(), nil
+	default:
+		return nil, fmt.Errorf("--driver %q: want none (exec arrives with the worker agent)", name)
+	}
+}
+
+// splitAddr resolves an address flag: empty means bind:defaultPort; a bare
+// port or a host without port is completed.
+func splitAddr(addr, bind string, defaultPort int) (string, int, error) {
+	if addr == "" {
+		return bind, defaultPort, nil
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if host == "" {
+		host = bind
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%q has an invalid port", addr)
+	}
+	return host, port, nil
+}
+
+func joinPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+// advertiseIP is --advertise, the bind address when it is specific, or the
+// first non-loopback IPv4 address of this host (a container's own address).
+func (f *agentFlags) advertiseIP() (string, error) {
+	if f.advertise != "" {
+		return f.advertise, nil
+	}
+	if ip := net.ParseIP(f.bind); ip != nil && !ip.IsUnspecified() {
+		return f.bind, nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", fmt.Errorf("detect advertise address: %w", err)
+	}
+	for _, a := range addrs {
+		if ipnet, ok := a.(*net.IPNet); ok && !ipnet.IP.IsLoopback() && ipnet.IP.To4() != nil {
+			return ipnet.IP.String(), nil
+		}
+	}
+	return "", errors.New("cannot detect an address to advertise: set --advertise")
+}
+
+// applyConfigFile sets every flag named in a JSON or YAML file that the
+// command line did not set; list values set the flag once per element.
+func applyConfigFile(cmd *cobra.Command, path string) error {
+	if path == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--config: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	flags := cmd.Flags()
+	for key, v := range values {
+		fl := flags.Lookup(key)
+		if fl == nil {
+			return fmt.Errorf("--config %s: unknown setting %q", path, key)
+		}
+		if flags.Changed(key) {
+			continue
+		}
+		if err := setFlag(flags, fl, v); err != nil {
+			return fmt.Errorf("--config %s: %s: %w", path, key, err)
+		}
+	}
+	return nil
+}
+
+func setFlag(flags *pflag.FlagSet, fl *pflag.Flag, v any) error {
+	list, isList := v.([]any)
+	if !isList {
+		list = []any{v}
+	}
+	for _, item := range list {
+		if err := flags.Set(fl.Name, strings.TrimSpace(fmt.Sprint(item))); err != nil {
+			return err
+		}
+	}
+	return nil
+}

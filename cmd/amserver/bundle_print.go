@@ -1,0 +1,255 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+func printBundleList(w io.Writer, bundles []api.Bundle) error {
+	t := newTable(w)
+	t.row("ID", "POOL", "PRIORITY", "STATE", "JOBS", "REPLICAS", "EPOCH", "DEGRADATIONS")
+	for _, b := range bundles {
+		t.row(b.ID, b.Pool, priority(b.Priority), b.State, strconv.Itoa(len(b.Jobs)),
+			fmt.Sprintf("%d/%d", placedReplicas(b), wantedReplicas(b)),
+			strconv.FormatUint(b.Epoch, 10), degradationCodes(b.Degradations))
+	}
+	return t.flush()
+}
+
+// printBundle is `bundle status`: the spec in brief, then where every job
+// of every replica runs, then what is wrong and why.
+func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
+	t := newTable(w)
+	t.row("ID", b.ID)
+	t.row("Pool", b.Pool)
+	t.row("Priority", priority(b.Priority))
+	t.row("State", b.State)
+	t.row("Epoch", strconv.FormatUint(b.Epoch, 10))
+	t.row("Placement", placementSummary(b.Placement))
+	t.row("Resilience", resilienceSummary(b.Resilience))
+	if b.StartAt != "" || b.StopAt != "" {
+		t.row("Start at", timeField(b.StartAt, now))
+		t.row("Stop at", timeField(b.StopAt, now))
+	}
+	t.row("Tags", kv(b.Tags))
+	t.row("Index", fmt.Sprintf("created %d, modified %d", b.CreateIndex, b.ModifyIndex))
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nJobs")
+	printJobSpecs(w, b.Jobs)
+	printReplicas(w, b)
+	printDegradations(w, b.Degradations, now)
+	printExplain(w, b.Explain)
+	return nil
+}
+
+func printJobSpecs(w io.Writer, jobs []api.Job) {
+	t := newTable(w)
+	t.row("JOB", "CAPACITY", "CORES", "GPU", "CAPABILITIES", "DRIVER")
+	for _, j := range jobs {
+		r := j.Requirements
+		t.row(j.Name, qty(r.Capacity), strconv.Itoa(r.Cores), gpuRequirement(r),
+			capabilityRequests(r.Capabilities), orDefault(j.Launch.Driver, api.DriverNone))
+	}
+	t.flush()
+}
+
+// printReplicas lists one row per job of every replica.
+func printReplicas(w io.Writer, b *api.Bundle) {
+	if len(b.Replicas) == 0 {
+		fmt.Fprintln(w, "\nReplicas: none placed")
+		return
+	}
+	fmt.Fprintln(w, "\nReplicas")
+	t := newTable(w)
+	t.row("REPLICA", "ROLE", "STATE", "JOB", "NODE", "CORES", "GPU", "STATUS")
+	for _, r := range b.Replicas {
+		idx := strconv.Itoa(r.Index)
+		if len(r.Jobs) == 0 {
+			t.row(idx, r.Role, orDash(r.State), "-", "-", "-", "-", "-")
+		}
+		for _, j := range r.Jobs {
+			t.row(idx, r.Role, orDash(r.State), j.Name, orDash(j.NodeID), coreSet(j.Cores), gpuPlacement(j), orDash(j.Status))
+		}
+	}
+	t.flush()
+}
+
+func printDegradations(w io.Writer, ds []api.Degradation, now time.Time) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nDegradations")
+	t := newTable(w)
+	t.row("CODE", "SINCE", "MESSAGE")
+	for _, d := range ds {
+		t.row(d.Code, ago(d.Since, now), d.Message)
+	}
+	t.flush()
+}
+
+// printExplain says how many nodes each placement stage removed, largest
+// first, because the biggest filter is usually the one to relax.
+func printExplain(w io.Writer, e *api.Explain) {
+	if e == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nExplain: %d %s evaluated\n", e.NodesEvaluated, plural(e.NodesEvaluated, "node", "nodes"))
+	if len(e.Filtered) > 0 {
+		stages := slices.SortedFunc(maps.Keys(e.Filtered), func(x, y string) int {
+			return cmp.Or(cmp.Compare(e.Filtered[y], e.Filtered[x]), cmp.Compare(x, y))
+		})
+		t := newTable(w)
+		t.row("STAGE", "NODES REMOVED")
+		for _, s := range stages {
+			t.row(s, strconv.Itoa(e.Filtered[s]))
+		}
+		t.flush()
+	}
+	if m := e.NearestMiss; m != nil {
+		fmt.Fprintf(w, "Nearest miss: node %s, stopped at %s", clean(orDash(m.NodeID)), clean(orDash(m.Stage)))
+		if m.Detail != "" {
+			fmt.Fprintf(w, ": %s", clean(m.Detail))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func priority(p string) string { return orDefault(p, api.PrioritySilver) }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func wantedReplicas(b api.Bundle) int {
+	if b.Resilience != nil {
+		return 2
+	}
+	return 1
+}
+
+// placedReplicas counts replicas whose every job has a node.
+func placedReplicas(b api.Bundle) int {
+	n := 0
+	for _, r := range b.Replicas {
+		placed := len(r.Jobs) > 0
+		for _, j := range r.Jobs {
+			placed = placed && j.NodeID != ""
+		}
+		if placed {
+			n++
+		}
+	}
+	return n
+}
+
+func degradationCodes(ds []api.Degradation) string {
+	codes := make([]string, len(ds))
+	for i, d := range ds {
+		codes[i] = d.Code
+	}
+	return list(codes)
+}
+
+func placementSummary(p api.Placement) string {
+	return fmt.Sprintf("sameNodeDefault=%t sameAz=%s", p.SameNodeDefault, orDefault(p.SameAz, api.SameAzOff))
+}
+
+func resilienceSummary(r *api.Resilience) string {
+	if r == nil {
+		return "none (primary only)"
+	}
+	s := fmt.Sprintf("sameNode=%s sameAz=%s sameCloud=%s",
+		orDefault(r.SameNode, api.Allow), orDefault(r.SameAz, api.Allow), orDefault(r.SameCloud, api.Allow))
+	if r.Pool != "" {
+		s = "pool=" + r.Pool + " " + s
+	}
+	return s
+}
+
+// timeField prints an RFC 3339 instant with a relative hint.
+func timeField(s string, now time.Time) string {
+	if s == "" {
+		return "-"
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return s
+	}
+	return fmt.Sprintf("%s (%s)", s, ago(t, now))
+}
+
+func gpuRequirement(r api.Requirements) string {
+	switch {
+	case r.ExclusiveGPUs > 0:
+		return fmt.Sprintf("%d exclusive%s", r.ExclusiveGPUs, modelSuffix(r.GPUModel))
+	case r.GPUCapacity > 0:
+		return qty(r.GPUCapacity) + modelSuffix(r.GPUModel)
+	}
+	return "-"
+}
+
+func modelSuffix(model string) string {
+	if model == "" {
+		return ""
+	}
+	return " " + model
+}
+
+func gpuPlacement(j api.JobPlacement) string {
+	switch {
+	case j.GPU != nil:
+		return fmt.Sprintf("%d (%s)", j.GPU.Index, qty(j.GPU.Capacity))
+	case len(j.GPUs) > 0:
+		return intList(j.GPUs) + " (exclusive)"
+	}
+	return "-"
+}
+
+func capabilityRequests(cs []api.CapabilityRequest) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s:%d", c.Name, c.Count)
+		if len(c.AttributeMatches) > 0 {
+			parts[i] += "{" + kv(c.AttributeMatches) + "}"
+		}
+	}
+	return list(parts)
+}
+
+// printWarnings lists warnings on stderr, where they do not disturb --json.
+func printWarnings(w io.Writer, warns []api.Finding) {
+	if len(warns) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d %s:\n", len(warns), plural(len(warns), "warning", "warnings"))
+	printFindings(w, nil, warns)
+}
+
+// stateLine is one line of `bundle submit --wait` progress.
+func stateLine(b *api.Bundle) string {
+	s := fmt.Sprintf("bundle %q is %s", b.ID, b.State)
+	var extra []string
+	if b.State == api.StatePlaced || b.State == api.StateDegraded {
+		extra = append(extra, fmt.Sprintf("epoch %d", b.Epoch))
+	}
+	if len(b.Degradations) > 0 {
+		extra = append(extra, degradationCodes(b.Degradations))
+	}
+	if len(extra) > 0 {
+		s += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return clean(s)
+}

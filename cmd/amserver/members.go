@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amserver/amserver/api"
+)
+
+func newMembersCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "members",
+		Short: "List the gossip members (servers and workers) the server sees",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, cancel, err := a.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			members, err := c.Members(ctx)
+			if err != nil {
+				return about(err, "members", "")
+			}
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), nonNil(members))
+			}
+			return printMembers(cmd.OutOrStdout(), members, time.Now())
+		},
+	}
+}
+
+func printMembers(w io.Writer, members []api.Member, now time.Time) error {
+	t := newTable(w)
+	t.row("NAME", "ADDRESS", "ROLE", "STATUS", "AZ", "CLOUD", "POOL", "OTHER LABELS", "LAST SEEN")
+	for _, m := range members {
+		other := maps.Clone(m.Labels)
+		for _, k := range []string{"az", "cloud", "pool"} {
+			delete(other, k)
+		}
+		t.row(m.Name, m.Address, m.Role, m.Status, orDash(m.Labels["az"]), orDash(m.Labels["cloud"]),
+			orDash(m.Labels["pool"]), kv(other), ago(m.LastSeen, now))
+	}
+	return t.flush()
+}
+
+// clusterStatus is the --json shape of `status`: the two API answers it
+// is made of, under their own names.
+type clusterStatus struct {
+	Address string      `json:"address"`
+	Health  *api.Health `json:"health"`
+	Leader  *api.Leader `json:"leader"`
+}
+
+func newStatusCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the server's health and the cluster leader (exit 1 without a leader)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// No retries: a status check should report "no leader", not
+			// wait for an election to finish.
+			c, err := a.client(cmd, api.WithMaxRetries(0))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := a.context(cmd)
+			defer cancel()
+			st := clusterStatus{Address: c.Address()}
+			if st.Health, err = c.Health(ctx); err != nil {
+				return about(err, "server health", "")
+			}
+			if st.Health.KnownLeader {
+				st.Leader, err = c.Leader(ctx)
+				if err != nil && !api.IsCode(err, api.CodeNoLeader) {
+					return about(err, "leader", "")
+				}
+			}
+			if err := a.printStatus(cmd.OutOrStdout(), &st); err != nil {
+				return err
+			}
+			if st.Leader == nil {
+				return sentence(errors.New("no leader"), "the cluster has no leader")
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) printStatus(w io.Writer, st *clusterStatus) error {
+	if a.json {
+		return printJSON(w, st)
+	}
+	h := st.Health
+	role := "follower"
+	if h.IsLeader {
+		role = "leader"
+	}
+	t := newTable(w)
+	t.row("Server", fmt.Sprintf("%s (id %s, %s)", st.Address, orDash(h.ID), role))
+	t.row("Health", orDash(h.Status))
+	if l := st.Leader; l != nil {
+		t.row("Leader", fmt.Sprintf("%s (raft %s, http %s)", orDash(l.ID), orDash(l.RaftAddr), orDash(l.HTTPAddr)))
+	} else {
+		t.row("Leader", "none known (an election is running, or quorum is lost)")
+	}
+	t.row("Raft peers", strconv.Itoa(h.Peers))
+	t.row("Index", strconv.FormatUint(h.Index, 10))
+	return t.flush()
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amserver/amserver/api"
+)
+
+func newPoolCmd(a *app) *cobra.Command {
+	cmd := makeGroup(&cobra.Command{
+		Use:   "pool",
+		Short: "List, create, update and delete pools",
+	})
+	cmd.AddCommand(newPoolListCmd(a), newPoolApplyCmd(a), newPoolDeleteCmd(a))
+	return cmd
+}
+
+func newPoolListCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List pools with their usage against their caps",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, cancel, err := a.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			pools, _, err := c.Pools(ctx, a.query())
+			if err != nil {
+				return about(err, "pools", "")
+			}
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), nonNil(pools))
+			}
+			return printPoolList(cmd.OutOrStdout(), pools)
+		},
+	}
+}
+
+func printPoolList(w io.Writer, pools []api.Pool) error {
+	t := newTable(w)
+	t.row("NAME", "KIND", "SCORING", "TIERS", "CAPACITY", "CORES", "DEFAULTS")
+	for _, p := range pools {
+		t.row(p.Name, orDefault(p.Kind, api.PoolCluster), orDefault(p.Scoring, api.ScoringBinpack), tiers(p.Tiers),
+			capped(p.Usage.Capacity, p.Caps.MaxCapacity, "cap"), capped(float64(p.Usage.Cores), float64(p.Caps.MaxCores), "cores"),
+			fmt.Sprintf("capacity=%s cores=%d", qty(p.Defaults.Capacity), p.Defaults.Cores))
+	}
+	return t.flush()
+}
+
+// capped prints usage against a ceiling, where a zero ceiling means none.
+func capped(used, ceiling float64, unit string) string {
+	if ceiling == 0 {
+		return qty(used) + "/unlimited " + unit
+	}
+	return frac(used, ceiling, unit)
+}
+
+func tiers(ts []api.Tier) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.Name + "(" + t.Cloud + ")"
+	}
+	return list(parts)
+}
+
+func newPoolApplyCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "apply FILE|-",
+		Short: "Create or replace a pool from a JSON or YAML file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var p api.Pool
+			if err := a.readInput(args[0], "pool", &p); err != nil {
+				return err
+			}
+			if p.Name == "" {
+				return usagef("pool file %s has no name", displayName(args[0]))
+			}
+			c, ctx, cancel, err := a.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			stored, err := c.PutPool(ctx, p)
+			if err != nil {
+				return about(err, "pool", p.Name)
+			}
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), stored)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "pool %q applied (kind %s, modify index %s)\n",
+				p.Name, clean(orDefault(stored.Kind, api.PoolCluster)), strconv.FormatUint(stored.ModifyIndex, 10))
+			return nil
+		},
+	}
+}
+
+func newPoolDeleteCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a pool that no node, bundle or service uses",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, cancel, err := a.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			if err := c.DeletePool(ctx, args[0]); err != nil {
+				return about(err, "pool", args[0])
+			}
+			if !a.json {
+				fmt.Fprintf(cmd.OutOrStdout(), "pool %q deleted\n", args[0])
+			}
+			return nil
+		},
+	}
+}
