@@ -27,8 +27,8 @@ type Config struct {
 
 	HTTPAddr       string       // listen address of the HTTP API
 	HTTPListener   net.Listener // optional: an already-open listener (tests)
-	HTTPAdvertise  string // address other servers and workers use; defaults to HTTPAddr
-	RaftAddr       string // listen address of the Raft transport
+	HTTPAdvertise  string       // address other servers and workers use; defaults to HTTPAddr
+	RaftAddr       string       // listen address of the Raft transport
 	RaftAdvertise  string
 	GossipBindAddr string
 	GossipBindPort int

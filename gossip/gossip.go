@@ -94,7 +94,7 @@ func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
 		g.logger.Debug("gossip join failed, retrying", "addrs", addrs, "err", err, "backoff", backoff)
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("gossip: join %v: %w (last error: %v)", addrs, ctx.Err(), err)
+			return 0, fmt.Errorf("gossip: join %v: %w (last error: %w)", addrs, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 5*time.Second)

@@ -60,7 +60,7 @@ func printJobSpecs(w io.Writer, jobs []api.Job) {
 		t.row(j.Name, qty(r.Capacity), strconv.Itoa(r.Cores), gpuRequirement(r),
 			capabilityRequests(r.Capabilities), orDefault(j.Launch.Driver, api.DriverNone))
 	}
-	t.flush()
+	_ = t.flush() // a failed terminal write has no one to report to
 }
 
 // printReplicas lists one row per job of every replica.
@@ -81,7 +81,7 @@ func printReplicas(w io.Writer, b *api.Bundle) {
 			t.row(idx, r.Role, orDash(r.State), j.Name, orDash(j.NodeID), coreSet(j.Cores), gpuPlacement(j), orDash(j.Status))
 		}
 	}
-	t.flush()
+	_ = t.flush() // a failed terminal write has no one to report to
 }
 
 func printDegradations(w io.Writer, ds []api.Degradation, now time.Time) {
@@ -94,7 +94,7 @@ func printDegradations(w io.Writer, ds []api.Degradation, now time.Time) {
 	for _, d := range ds {
 		t.row(d.Code, ago(d.Since, now), d.Message)
 	}
-	t.flush()
+	_ = t.flush() // a failed terminal write has no one to report to
 }
 
 // printExplain says how many nodes each placement stage removed, largest
@@ -113,7 +113,7 @@ func printExplain(w io.Writer, e *api.Explain) {
 		for _, s := range stages {
 			t.row(s, strconv.Itoa(e.Filtered[s]))
 		}
-		t.flush()
+		_ = t.flush() // a failed terminal write has no one to report to
 	}
 	if m := e.NearestMiss; m != nil {
 		fmt.Fprintf(w, "Nearest miss: node %s, stopped at %s", clean(orDash(m.NodeID)), clean(orDash(m.Stage)))

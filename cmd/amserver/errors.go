@@ -209,7 +209,7 @@ func printFindings(w io.Writer, errs, warns []api.Finding) {
 	for _, f := range warns {
 		t.row("warning", f.Code, orDash(f.Job), f.Message)
 	}
-	t.flush()
+	_ = t.flush() // a failed terminal write has no one to report to
 }
 
 func plural(n int, one, many string) string {

@@ -164,7 +164,7 @@ func printNodeGPUs(w io.Writer, n *api.Node) {
 		r := reserved[g.Index]
 		t.row(strconv.Itoa(g.Index), orDash(g.Model), frac(r.Capacity, g.TotalCapacity, ""), yesNo(r.Exclusive))
 	}
-	t.flush()
+	_ = t.flush() // a failed terminal write has no one to report to
 }
 
 func printNodeCapabilities(w io.Writer, n *api.Node) {
@@ -181,7 +181,7 @@ func printNodeCapabilities(w io.Writer, n *api.Node) {
 	for _, c := range n.Capabilities {
 		t.row(c.Name, fmt.Sprintf("%d/%d", reserved[c.Name], c.Count), kv(c.Attributes))
 	}
-	t.flush()
+	_ = t.flush() // a failed terminal write has no one to report to
 }
 
 // printAssignments lists what the node runs. The node itself was printed
