@@ -20,6 +20,9 @@ type Driver interface {
 	Running() []string
 	// StopAll stops every task (worker shutdown).
 	StopAll() error
+	// Events reports changes the driver notices on its own (crashes,
+	// restarts); nil when it never does.
+	Events() <-chan TaskEvent
 }
 
 // NoneDriver runs nothing: it reports running at once and stopped when
@@ -73,3 +76,6 @@ func (d *NoneDriver) StopAll() error {
 	clear(d.tasks)
 	return nil
 }
+
+// Events implements Driver: nothing happens behind the worker's back.
+func (d *NoneDriver) Events() <-chan TaskEvent { return nil }

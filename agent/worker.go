@@ -85,6 +85,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		w.run(ctx)
 	}()
+	if events := w.cfg.Driver.Events(); events != nil {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.reportEvents(ctx, events)
+		}()
+	}
 	return nil
 }
 

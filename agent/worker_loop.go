@@ -94,3 +94,23 @@ func (b *backoff) wait(ctx context.Context) {
 	}
 	b.cur = min(b.cur*2, b.max)
 }
+
+// reportEvents reports what the driver noticed on its own. A report that
+// fails is not retried here: the next assignment poll compares the driver's
+// state with the server's and reports the difference.
+func (w *Worker) reportEvents(ctx context.Context, events <-chan TaskEvent) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-events:
+			c, err := w.client()
+			if err == nil {
+				err = c.ReportStatus(ctx, w.cfg.NodeID, ev.ID, api.AssignmentStatus{State: ev.State, Message: ev.Message})
+			}
+			if err != nil && ctx.Err() == nil {
+				w.logger.Debug("reporting task event failed", "assignment", ev.ID, "err", err)
+			}
+		}
+	}
+}

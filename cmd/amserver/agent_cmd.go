@@ -60,7 +60,7 @@ func newAgentCmd() *cobra.Command {
 	fl.BoolVar(&f.server, "server", false, "run as a server (Raft voter, gossip member, HTTP API)")
 	fl.BoolVar(&f.worker, "worker", false, "run as a worker (registers inventory, runs assignments)")
 	fl.StringVar(&f.nodeID, "node-id", "", "node id; defaults to the hostname")
-	fl.StringVar(&f.dataDir, "data-dir", "", "directory for Raft data (servers; required)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "data directory: Raft data on servers (required), task files on workers")
 	fl.StringVar(&f.bind, "bind", "0.0.0.0", "IP address to listen on")
 	fl.StringVar(&f.advertise, "advertise", "", "IP address other nodes use to reach this one; detected when empty")
 	fl.StringVar(&f.httpAddr, "http-addr", "", fmt.Sprintf("HTTP API address (default bind:%d)", agent.DefaultHTTPPort))

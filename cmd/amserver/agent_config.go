@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -68,7 +69,7 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (agent.WorkerConfig, erro
 	if err != nil {
 		return agent.WorkerConfig{}, err
 	}
-	driver, err := newDriver(f.inventory.driver, logger)
+	driver, err := newDriver(f.inventory.driver, f.workerStateDir(id), logger)
 	if err != nil {
 		return agent.WorkerConfig{}, err
 	}
@@ -82,13 +83,23 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (agent.WorkerConfig, erro
 	}, nil
 }
 
-func newDriver(name string, logger *slog.Logger) (agent.Driver, error) {
+func newDriver(name, stateDir string, logger *slog.Logger) (agent.Driver, error) {
 	switch name {
 	case "", api.DriverNone:
 		return agent.NewNoneDriver(), nil
+	case api.DriverExec:
+		return agent.NewExecDriver(stateDir, logger)
 	default:
-		return nil, fmt.Errorf("--driver %q: want none (exec arrives with the worker agent)", name)
+		return nil, fmt.Errorf("--driver %q: want exec or none", name)
 	}
+}
+
+// workerStateDir holds the exec driver's role files and task output.
+func (f *agentFlags) workerStateDir(id string) string {
+	if f.dataDir != "" {
+		return filepath.Join(f.dataDir, "tasks")
+	}
+	return filepath.Join(os.TempDir(), "amserver-"+id, "tasks")
 }
 
 // splitAddr resolves an address flag: empty means bind:defaultPort; a bare

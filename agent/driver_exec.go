@@ -1,0 +1,256 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+// TaskEvent is a state change the driver noticed on its own (a crash, a
+// restart), for the worker to report.
+type TaskEvent struct {
+	ID, State, Message string
+}
+
+// ExecDriver runs each assignment's launch command as a child process:
+// pinned to its cores, with its bundle, job, role, epoch and GPU in the
+// environment, restarted with backoff when it exits, stopped when desired.
+type ExecDriver struct {
+	logger    *slog.Logger
+	stateDir  string        // where role/epoch files live; child output goes here too
+	stopGrace time.Duration // SIGTERM → SIGKILL delay
+	events    chan TaskEvent
+
+	mu    sync.Mutex
+	tasks map[string]*execTask
+}
+
+var _ Driver = (*ExecDriver)(nil)
+
+// NewExecDriver keeps per-task files under stateDir.
+func NewExecDriver(stateDir string, logger *slog.Logger) (*ExecDriver, error) {
+	if err := os.MkdirAll(stateDir, 0o750); err != nil {
+		return nil, fmt.Errorf("exec driver state dir: %w", err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &ExecDriver{
+		logger: logger, stateDir: stateDir, stopGrace: 10 * time.Second,
+		events: make(chan TaskEvent, 256), tasks: map[string]*execTask{},
+	}, nil
+}
+
+// Events implements Driver.
+func (d *ExecDriver) Events() <-chan TaskEvent { return d.events }
+
+// Ensure implements Driver.
+func (d *ExecDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
+	d.mu.Lock()
+	t := d.tasks[a.ID]
+	d.mu.Unlock()
+	if a.Desired != "run" {
+		if t != nil {
+			t.halt(d.stopGrace)
+			d.forget(a.ID)
+		}
+		return api.JobStopped, ""
+	}
+	if len(a.Launch.Command) == 0 {
+		return api.JobFailed, "exec driver: the assignment has no launch command"
+	}
+	if t == nil {
+		t = d.start(a)
+	} else if t.retarget(a) {
+		if err := d.writeState(a); err != nil {
+			d.logger.Warn("writing role file failed", "assignment", a.ID, "err", err)
+		}
+		t.signal(syscall.SIGHUP) // role or epoch moved: tell the workload to re-read its file
+	}
+	return t.status()
+}
+
+func (d *ExecDriver) start(a api.Assignment) *execTask {
+	t := &execTask{a: a, state: api.JobAssigned, halted: make(chan struct{}), done: make(chan struct{})}
+	d.mu.Lock()
+	d.tasks[a.ID] = t
+	d.mu.Unlock()
+	if err := d.writeState(a); err != nil {
+		d.logger.Warn("writing role file failed", "assignment", a.ID, "err", err)
+	}
+	go d.supervise(t)
+	return t
+}
+
+func (d *ExecDriver) forget(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.tasks, id)
+}
+
+// Stop implements Driver.
+func (d *ExecDriver) Stop(id string) error {
+	d.mu.Lock()
+	t := d.tasks[id]
+	d.mu.Unlock()
+	if t != nil {
+		t.halt(d.stopGrace)
+		d.forget(id)
+	}
+	return nil
+}
+
+// Running implements Driver.
+func (d *ExecDriver) Running() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.tasks))
+	for id := range d.tasks {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// StopAll implements Driver.
+func (d *ExecDriver) StopAll() error {
+	for _, id := range d.Running() {
+		_ = d.Stop(id)
+	}
+	return nil
+}
+
+// supervise runs the task until halted, restarting it with capped
+// exponential backoff; a run that lasted a minute resets the backoff.
+func (d *ExecDriver) supervise(t *execTask) {
+	defer close(t.done)
+	bo := newBackoff(time.Second, 30*time.Second)
+	for {
+		started := time.Now()
+		err := d.runOnce(t)
+		select {
+		case <-t.halted:
+			t.set(api.JobStopped, "")
+			return
+		default:
+		}
+		msg := "exited"
+		if err != nil {
+			msg = err.Error()
+		}
+		t.set(api.JobFailed, msg)
+		d.emit(t, api.JobFailed, msg)
+		if time.Since(started) > time.Minute {
+			bo.reset()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-t.halted; cancel() }()
+		bo.wait(ctx)
+		cancel()
+	}
+}
+
+// runOnce starts the process and waits for it to exit.
+func (d *ExecDriver) runOnce(t *execTask) error {
+	a := t.current()
+	cmd := exec.Command(a.Launch.Command[0], a.Launch.Command[1:]...)
+	cmd.Env = append(os.Environ(), taskEnv(a, d.statePath(a.ID))...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the whole process group
+	out, err := os.OpenFile(filepath.Join(d.stateDir, safeName(a.ID)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if err != nil {
+		out = nil
+	}
+	cmd.Stdout, cmd.Stderr = logWriter(out), logWriter(out)
+	if out != nil {
+		defer out.Close()
+	}
+	if err := startPinned(cmd, a.Cores); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	t.attach(cmd.Process)
+	t.set(api.JobRunning, "")
+	d.emit(t, api.JobRunning, "")
+	return cmd.Wait()
+}
+
+func logWriter(f *os.File) io.Writer {
+	if f == nil {
+		return io.Discard
+	}
+	return f
+}
+
+func (d *ExecDriver) emit(t *execTask, state, msg string) {
+	select {
+	case d.events <- TaskEvent{ID: t.current().ID, State: state, Message: msg}:
+	default: // the next reconcile reports the state anyway
+	}
+}
+
+func (d *ExecDriver) statePath(id string) string {
+	return filepath.Join(d.stateDir, safeName(id)+".json")
+}
+
+// writeState records role and epoch where the workload can re-read them.
+func (d *ExecDriver) writeState(a api.Assignment) error {
+	b, err := json.Marshal(map[string]any{"role": a.Role, "epoch": a.Epoch, "assignment": a.ID})
+	if err != nil {
+		return err
+	}
+	tmp := d.statePath(a.ID) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, d.statePath(a.ID))
+}
+
+func safeName(id string) string {
+	return strings.NewReplacer("/", "_", ":", "_", "@", "_").Replace(id)
+}
+
+// taskEnv is what a workload learns about itself.
+func taskEnv(a api.Assignment, stateFile string) []string {
+	env := []string{
+		"AMSERVER_ASSIGNMENT=" + a.ID, "AMSERVER_BUNDLE=" + a.BundleID, "AMSERVER_JOB=" + a.Job,
+		"AMSERVER_ROLE=" + a.Role, "AMSERVER_EPOCH=" + strconv.FormatUint(a.Epoch, 10),
+		"AMSERVER_NODE=" + a.NodeID, "AMSERVER_STATE_FILE=" + stateFile,
+		"AMSERVER_CAPACITY=" + strconv.FormatFloat(a.Capacity, 'f', -1, 64),
+		"AMSERVER_CORES=" + joinInts(a.Cores),
+	}
+	if a.GPU != nil {
+		env = append(env, "AMSERVER_GPU="+strconv.Itoa(a.GPU.Index), "AMSERVER_GPU_CAPACITY="+strconv.FormatFloat(a.GPU.Capacity, 'f', -1, 64))
+	}
+	if len(a.GPUs) > 0 {
+		env = append(env, "AMSERVER_GPUS="+joinInts(a.GPUs))
+	}
+	keys := make([]string, 0, len(a.Launch.Env))
+	for k := range a.Launch.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+a.Launch.Env[k])
+	}
+	return env
+}
+
+func joinInts(list []int) string {
+	parts := make([]string, len(list))
+	for i, v := range list {
+		parts[i] = strconv.Itoa(v)
+	}
+	return strings.Join(parts, ",")
+}

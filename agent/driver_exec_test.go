@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func nextEvent(t *testing.T, d *ExecDriver) TaskEvent {
+	t.Helper()
+	select {
+	case ev := <-d.Events():
+		return ev
+	case <-time.After(15 * time.Second):
+		t.Fatal("no driver event")
+		return TaskEvent{}
+	}
+}
+
+// TestExecDriverLifecycle: the child sees its identity in the environment,
+// is pinned to its core, is restarted after a crash, learns a promotion
+// through its role file and SIGHUP, and is gone after a desired stop.
+func TestExecDriverLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewExecDriver(filepath.Join(dir, "tasks"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stopGrace = 2 * time.Second
+	out := filepath.Join(dir, "out")
+	core := runtime.NumCPU() - 1
+	script := `echo "$AMSERVER_BUNDLE $AMSERVER_JOB $AMSERVER_ROLE $AMSERVER_EPOCH $AMSERVER_CORES $CUSTOM" >> ` + out + `
+grep Cpus_allowed_list /proc/self/status >> ` + out + `
+trap 'cat "$AMSERVER_STATE_FILE" >> ` + out + `' HUP
+test -f ` + out + `.crashed || { touch ` + out + `.crashed; exit 3; }
+echo $$ > ` + out + `.pid
+while true; do sleep 0.1; done`
+	a := api.Assignment{
+		ID: "b1:0:enc@w1", BundleID: "b1", Job: "enc", NodeID: "w1", Role: api.RoleBackup, Epoch: 1, Desired: "run",
+		Cores: []int{core}, Launch: api.Launch{Driver: "exec", Command: []string{"sh", "-c", script}, Env: map[string]string{"CUSTOM": "x"}},
+	}
+	ctx := context.Background()
+	d.Ensure(ctx, a)
+	if ev := nextEvent(t, d); ev.State != api.JobRunning {
+		t.Fatalf("first event %+v", ev)
+	}
+	if ev := nextEvent(t, d); ev.State != api.JobFailed || !strings.Contains(ev.Message, "exit status 3") {
+		t.Fatalf("crash event %+v", ev)
+	}
+	if ev := nextEvent(t, d); ev.State != api.JobRunning {
+		t.Fatalf("restart event %+v", ev)
+	}
+	waitFor(t, 10*time.Second, "pid file", func() bool { _, err := os.Stat(out + ".pid"); return err == nil })
+	body, _ := os.ReadFile(out)
+	if !strings.Contains(string(body), "b1 enc backup 1 "+strconv.Itoa(core)+" x") {
+		t.Fatalf("environment not passed: %q", body)
+	}
+	if !strings.Contains(string(body), "Cpus_allowed_list:\t"+strconv.Itoa(core)+"\n") {
+		t.Fatalf("child not pinned to core %d: %q", core, body)
+	}
+
+	a.Role, a.Epoch = api.RolePrimary, 2
+	if state, _ := d.Ensure(ctx, a); state != api.JobRunning {
+		t.Fatalf("after promotion: %s", state)
+	}
+	waitFor(t, 10*time.Second, "role file re-read on SIGHUP", func() bool {
+		b, _ := os.ReadFile(out)
+		return strings.Contains(string(b), `"epoch":2`) && strings.Contains(string(b), `"role":"primary"`)
+	})
+
+	pidBytes, _ := os.ReadFile(out + ".pid")
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidBytes)))
+	a.Desired = "stop"
+	if state, _ := d.Ensure(ctx, a); state != api.JobStopped {
+		t.Fatalf("desired stop: %s", state)
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+		t.Fatalf("process %d still running after stop", pid)
+	}
+	if len(d.Running()) != 0 {
+		t.Fatalf("driver still holds %v", d.Running())
+	}
+}
+
+func TestExecDriverWithoutCommandFails(t *testing.T) {
+	d, err := NewExecDriver(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, msg := d.Ensure(context.Background(), api.Assignment{ID: "x", Desired: "run"})
+	if state != api.JobFailed || msg == "" {
+		t.Fatalf("got %s %q", state, msg)
+	}
+}
