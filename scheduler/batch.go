@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
+)
+
+// Batch places many bundles against one snapshot and one ledger overlay:
+// each placed bundle's reservations go into the overlay before the next
+// bundle is considered, so a batch never double-books, and each bundle
+// becomes one fsm.PlanPart, which the FSM re-checks and commits on its own.
+// A Batch is not safe for concurrent use.
+type Batch struct {
+	snap    *Snapshot
+	overlay *batchStore
+	seed    uint64
+	parts   []fsm.PlanPart
+	removed []string
+}
+
+// NewBatch starts a batch. seed drives every tie-break and scan rotation;
+// the leader passes the Raft index of the snapshot, so a dry run with the
+// same seed reproduces the decision.
+func (sn *Snapshot) NewBatch(seed uint64) *Batch {
+	return &Batch{snap: sn, overlay: newBatchStore(sn.idx), seed: seed}
+}
+
+// Store is the batch's ledger overlay. Callers may release reservations in
+// it hypothetically (preemption, drain) before placing, with ledger.Release;
+// nothing reaches the state except through the plan.
+func (b *Batch) Store() ledger.Store { return b.overlay }
+
+// Remove treats nodes as gone for every later placement of the batch.
+func (b *Batch) Remove(nodes ...string) { b.removed = append(b.removed, nodes...) }
+
+// PlaceAll places bundles in the caller's order (the pending queue's).
+func (b *Batch) PlaceAll(bundles []*fsm.Bundle) []Result {
+	out := make([]Result, len(bundles))
+	for i, bundle := range bundles {
+		out[i] = b.Place(bundle)
+	}
+	return out
+}
+
+// Plan returns the plan so far, stamped with the leader's clock.
+func (b *Batch) Plan(now int64) *fsm.Plan {
+	return &fsm.Plan{Now: now, Parts: append([]fsm.PlanPart(nil), b.parts...)}
+}
+
+// Parts is the number of plan parts so far.
+func (b *Batch) Parts() int { return len(b.parts) }
+
+func (b *Batch) addPart(u *fsm.BundleUpdate) {
+	b.parts = append(b.parts, fsm.PlanPart{Updates: []fsm.BundleUpdate{*u}})
+}
+
+// reserve records placements in the overlay. On an error (the search and the
+// ledger disagree: a bug) it rolls back what it reserved.
+func (b *Batch) reserve(bundle string, places []fsm.Place) error {
+	for i, p := range places {
+		pool := ""
+		if n := b.snap.idx.node(p.Node); n != nil {
+			pool = n.node.Pool
+		}
+		r := ledger.Reservation{Key: ledger.Key{Bundle: bundle, Replica: p.Slot, Job: p.Job}, Node: p.Node, Pool: pool, Grant: p.Grant}
+		if err := ledger.Reserve(b.overlay, r); err != nil {
+			b.release(bundle, places[:i])
+			return fmt.Errorf("reserve %s: %w", r.Key, err)
+		}
+	}
+	return nil
+}
+
+func (b *Batch) release(bundle string, places []fsm.Place) {
+	for _, p := range places {
+		ledger.Release(b.overlay, ledger.Key{Bundle: bundle, Replica: p.Slot, Job: p.Job})
+	}
+}
+
+// defaultEngine serves the package-level helpers.
+var defaultEngine = sync.OnceValue(func() *Engine { return NewEngine(Options{}) })
+
+// PlaceBatch places bundles, in order, against one snapshot of v and returns
+// the plan (parts only for bundles whose placement changes) and each
+// bundle's result.
+func PlaceBatch(v View, bundles []*fsm.Bundle, seed uint64, now int64) (*fsm.Plan, []Result) {
+	b := defaultEngine().Snapshot(v).NewBatch(seed)
+	res := b.PlaceAll(bundles)
+	return b.Plan(now), res
+}
+
+// DryRun is Snapshot.DryRun on a fresh snapshot of v.
+func DryRun(v View, spec fsm.BundleSpec, seed uint64) (*fsm.Bundle, *fsm.Explain) {
+	return defaultEngine().Snapshot(v).DryRun(spec, seed)
+}

@@ -1,0 +1,88 @@
+package scheduler
+
+import (
+	"slices"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
+)
+
+// DryRun places a spec as a new bundle would be placed, with the same code
+// path and seed as the leader's batch, and returns the bundle as it would be
+// (replicas, grants, degradations, state) and the explanation of what could
+// not be placed: the primary's when it does not fit, else the backup's when
+// there is none; nil when everything fits. A bundle with the same id that
+// already exists is treated as replaced: its reservations are released
+// hypothetically first. Nothing is committed.
+func (sn *Snapshot) DryRun(spec fsm.BundleSpec, seed uint64) (*fsm.Bundle, *fsm.Explain) {
+	spec = cloneSpec(spec)
+	fsm.Normalize(&spec)
+	b := &fsm.Bundle{Spec: spec, Epoch: 1}
+	for slot := range spec.Replicas() {
+		r := fsm.Replica{Slot: slot, Role: fsm.RoleBackup}
+		if slot == 0 {
+			r.Role = fsm.RolePrimary
+		}
+		for _, j := range spec.Jobs {
+			r.Jobs = append(r.Jobs, fsm.JobPlacement{Name: j.Name})
+		}
+		b.Replicas = append(b.Replicas, r)
+	}
+	batch := sn.NewBatch(seed)
+	if old := sn.idx.view.Bundle(spec.ID); old != nil {
+		for _, k := range old.Held() {
+			ledger.Release(batch.overlay, k)
+		}
+	}
+	res := batch.Place(b)
+	applyResult(b, res)
+	if res.Explain != nil {
+		return b, res.Explain
+	}
+	return b, res.BackupExplain
+}
+
+// cloneSpec copies what Normalize writes to, so the caller's spec is kept.
+func cloneSpec(s fsm.BundleSpec) fsm.BundleSpec {
+	s.Jobs = slices.Clone(s.Jobs)
+	if s.Resilience != nil {
+		r := *s.Resilience
+		s.Resilience = &r
+	}
+	return s
+}
+
+// applyResult fills a dry-run bundle as the FSM would after committing.
+func applyResult(b *fsm.Bundle, res Result) {
+	if u := res.Update; u != nil {
+		for _, p := range u.Place {
+			for i := range b.Replicas {
+				r := &b.Replicas[i]
+				if r.Slot != p.Slot {
+					continue
+				}
+				for j := range r.Jobs {
+					if r.Jobs[j].Name == p.Job {
+						r.Jobs[j] = fsm.JobPlacement{Name: p.Job, NodeID: p.Node, Grant: p.Grant, Status: fsm.JobAssigned}
+					}
+				}
+			}
+		}
+		b.Explain = u.Explain
+	}
+	b.Degradations = res.Degradations
+	for i := range b.Replicas {
+		b.Replicas[i].State = fsm.StatePending
+		if b.Replicas[i].Complete() {
+			b.Replicas[i].State = fsm.StatePlaced
+		}
+	}
+	switch {
+	case !res.PrimaryPlaced:
+		b.State = fsm.StateUnplaceable
+	case len(b.Degradations) > 0 || (len(b.Replicas) > 1 && !res.BackupPlaced):
+		b.State = fsm.StateDegraded
+	default:
+		b.State = fsm.StatePlaced
+	}
+}

@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/amserver/amserver/ledger"
+)
+
+// The resource stages check what the node would hold with the group added
+// to whatever this replica already put there (c.dem), in ledger.Fit's
+// dimension order. They only count; grants are built once, for the chosen
+// node, by fitNode, which agrees with them dimension by dimension.
+
+// capabilityFilter: the node has every capability the jobs ask for, with
+// matching attributes and enough free count.
+type capabilityFilter struct{}
+
+func (capabilityFilter) Name() string { return ledger.DimCapabilityPrefix + "*" }
+
+func (capabilityFilter) Filter(c *cycle) bool {
+	for i := range c.dem.caps {
+		need := &c.dem.caps[i]
+		have, ok := findCapability(c.n.inv.Capabilities, need.name)
+		if !ok {
+			if c.explain {
+				c.detail = fmt.Sprintf("node has no capability %q", need.name)
+			}
+			return c.fail(need.key, 0)
+		}
+		for _, want := range need.attrs {
+			if k, bad := attributeMismatch(have.Attributes, want); bad {
+				if c.explain {
+					c.detail = fmt.Sprintf("attribute %s=%q does not match %q", k, want[k], have.Attributes[k])
+				}
+				return c.fail(need.key, 0)
+			}
+		}
+		if free := have.Count - c.used.Capability(need.name); need.count > free {
+			if c.explain {
+				c.detail = fmt.Sprintf("need %d %s, %d free of %d", need.count, need.name, free, have.Count)
+			}
+			return c.fail(need.key, c.hostMask())
+		}
+	}
+	return true
+}
+
+func findCapability(caps []ledger.Capability, name string) (ledger.Capability, bool) {
+	for _, c := range caps {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ledger.Capability{}, false
+}
+
+// gpuFilter: the GPU shares and exclusive devices fit on the node's devices
+// together (model match, capacity per device, exclusivity).
+type gpuFilter struct{}
+
+func (gpuFilter) Name() string { return StageGPU }
+
+func (gpuFilter) Filter(c *cycle) bool {
+	if c.s.gpu.fits(c.n.inv, c.used, c.dem.gpus) {
+		return true
+	}
+	if c.explain {
+		if _, err := fitGPUs(c.n.inv, c.used, c.dem.gpus); err != nil {
+			c.detail = ledgerDetail(err)
+		}
+	}
+	return c.fail(StageGPU, c.hostMask())
+}
+
+// ledgerDetail is an exhausted dimension's detail, or the whole error for a
+// malformed request.
+func ledgerDetail(err error) string {
+	var ex *ledger.ExhaustedError
+	if errors.As(err, &ex) {
+		return ex.Detail
+	}
+	return err.Error()
+}
+
+// coresFilter: enough unpinned cores.
+type coresFilter struct{}
+
+func (coresFilter) Name() string { return StageCores }
+
+func (coresFilter) Filter(c *cycle) bool {
+	free := c.n.inv.TotalCores - c.used.Cores.Count()
+	if c.dem.cores <= free {
+		return true
+	}
+	if c.explain {
+		c.detail = fmt.Sprintf("need %d cores, %d free of %d", c.dem.cores, free, c.n.inv.TotalCores)
+	}
+	return c.fail(StageCores, c.hostMask())
+}
+
+// capacityFilter: enough unreserved allocatable capacity.
+type capacityFilter struct{}
+
+func (capacityFilter) Name() string { return StageCapacity }
+
+func (capacityFilter) Filter(c *cycle) bool {
+	free := c.n.inv.Allocatable - c.used.Capacity
+	if c.dem.capacity <= free {
+		return true
+	}
+	if c.explain {
+		c.detail = fmt.Sprintf("need %s capacity, %s free of %s", units(c.dem.capacity), units(free), units(c.n.inv.Allocatable))
+	}
+	return c.fail(StageCapacity, c.hostMask())
+}
+
+// poolCapsFilter: the pool's aggregate caps hold with the whole replica's
+// reservations so far plus the group's.
+type poolCapsFilter struct{}
+
+func (poolCapsFilter) Name() string { return StagePoolCaps }
+
+func (poolCapsFilter) Filter(c *cycle) bool {
+	s := c.s
+	caps, used := s.poolCaps, s.poolUsed
+	capacity := used.Capacity + s.sumCapacity + c.g.dem.capacity
+	cores := used.Cores + s.sumCores + c.g.dem.cores
+	switch {
+	case caps.MaxCapacity > 0 && capacity > caps.MaxCapacity:
+		if c.explain {
+			c.detail = fmt.Sprintf("pool %s capacity cap: need %s, %s free of %s", s.t.pool.name,
+				units(c.g.dem.capacity), units(caps.MaxCapacity-used.Capacity-s.sumCapacity), units(caps.MaxCapacity))
+		}
+	case caps.MaxCores > 0 && cores > caps.MaxCores:
+		if c.explain {
+			c.detail = fmt.Sprintf("pool %s cores cap: need %d, %d free of %d", s.t.pool.name,
+				c.g.dem.cores, caps.MaxCores-used.Cores-s.sumCores, caps.MaxCores)
+		}
+	default:
+		return true
+	}
+	return c.fail(StagePoolCaps, s.assigned)
+}
+
+// units renders milli-units as the API's decimal units.
+func units(m int64) string { return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64) }
