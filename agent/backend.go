@@ -12,11 +12,6 @@ import (
 	"github.com/amserver/amserver/httpapi"
 )
 
-// Planner computes dry-run placements; the scheduler provides it.
-type Planner interface {
-	DryRun(st *fsm.State, spec fsm.BundleSpec, seed uint64) (*fsm.Bundle, *fsm.Explain, error)
-}
-
 // backend adapts the server to what the HTTP API declares it needs.
 type backend struct {
 	*Store
@@ -35,14 +30,11 @@ func (b *backend) Members() []gossip.Member {
 }
 
 func (b *backend) Plan(ctx context.Context, spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
-	if b.srv.planner == nil {
-		return nil, nil, httpapi.ErrNotImplemented
-	}
 	if err := b.ReadBarrier(ctx, httpapi.ReadDefault); err != nil {
 		return nil, nil, err
 	}
 	st := b.State()
-	return b.srv.planner.DryRun(st, spec, b.raft.AppliedIndex())
+	return b.srv.engine.DryRun(st, spec, b.raft.AppliedIndex())
 }
 
 func (b *backend) RaftInfo(ctx context.Context) (httpapi.RaftInfo, error) {

@@ -45,6 +45,8 @@ type Config struct {
 	// DeadServerCleanup is how long gossip must report a server dead before
 	// the leader removes it from Raft.
 	DeadServerCleanup time.Duration
+	// DeleteTimeout bounds the stop-then-delete saga (DESIGN §4).
+	DeleteTimeout time.Duration
 	// QuorumSize is the voter count dead-server cleanup never goes below;
 	// defaults to BootstrapExpect (or 1).
 	QuorumSize int
@@ -82,6 +84,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.DeadServerCleanup == 0 {
 		c.DeadServerCleanup = 5 * time.Minute
+	}
+	if c.DeleteTimeout == 0 {
+		c.DeleteTimeout = 60 * time.Second
 	}
 	if c.QuorumSize == 0 {
 		c.QuorumSize = max(c.BootstrapExpect, 1)

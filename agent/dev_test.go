@@ -44,3 +44,85 @@ func TestDevClusterThreeServers(t *testing.T) {
 		t.Fatalf("raft peers %+v err %v", peers, err)
 	}
 }
+
+// TestDevClusterPlacesAndDeletes: a bundle submitted to the dev cluster is
+// placed with a backup in another AZ, its jobs report running, and deleting
+// it stops them and removes it.
+func TestDevClusterPlacesAndDeletes(t *testing.T) {
+	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	c, _ := api.New(d.HTTPAddr())
+	ctx := ctxTimeout(t, 60*time.Second)
+	waitReadyNodes(t, c, 6)
+	spec := api.BundleSpec{
+		ID: "channel-1", Pool: "default",
+		Resilience: &api.Resilience{SameNode: api.Forbid, SameAz: api.Forbid, SameCloud: api.Allow},
+		Jobs: []api.Job{
+			{Name: "enc", Requirements: api.Requirements{Capacity: 4, Cores: 2}},
+			{Name: "pkg", Requirements: api.Requirements{Capacity: 1}, CoLocateWith: []string{"enc"}},
+		},
+	}
+	if _, err := c.CreateBundle(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	var b *api.Bundle
+	eventually(t, 30*time.Second, "bundle placed and running", func() bool {
+		b, _, err = c.Bundle(ctx, "channel-1", nil)
+		return err == nil && b.State == api.StatePlaced && allRunning(b)
+	})
+	primary, backup := b.Replicas[0], b.Replicas[1]
+	if primary.Jobs[0].NodeID != primary.Jobs[1].NodeID {
+		t.Fatalf("co-located jobs split: %+v", primary.Jobs)
+	}
+	pn, _, _ := c.Node(ctx, primary.Jobs[0].NodeID, nil)
+	bn, _, _ := c.Node(ctx, backup.Jobs[0].NodeID, nil)
+	if pn.Labels["az"] == bn.Labels["az"] {
+		t.Fatalf("backup in the primary's AZ %s", pn.Labels["az"])
+	}
+	if _, err := c.DeleteBundle(ctx, "channel-1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "bundle purged after its jobs stopped", func() bool {
+		_, _, err := c.Bundle(ctx, "channel-1", nil)
+		return api.IsCode(err, api.CodeNotFound)
+	})
+	nodes, _, _ := c.Nodes(ctx, api.NodeFilter{}, nil)
+	for _, n := range nodes {
+		if n.Reserved.Capacity != 0 || n.Assignments != 0 {
+			t.Fatalf("node %s still holds %+v with %d assignments", n.ID, n.Reserved, n.Assignments)
+		}
+	}
+}
+
+func allRunning(b *api.Bundle) bool {
+	for _, r := range b.Replicas {
+		for _, j := range r.Jobs {
+			if j.Status != api.JobRunning {
+				return false
+			}
+		}
+	}
+	return len(b.Replicas) > 0
+}
+
+func waitReadyNodes(t *testing.T, c *api.Client, want int) {
+	t.Helper()
+	eventually(t, 45*time.Second, "workers ready", func() bool {
+		nodes, _, err := c.Nodes(t.Context(), api.NodeFilter{Status: api.NodeReady}, nil)
+		return err == nil && len(nodes) == want
+	})
+}
+
+func eventually(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

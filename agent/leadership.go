@@ -105,7 +105,7 @@ type Duty interface {
 }
 
 func (s *Server) runDuties(ctx context.Context) {
-	duties := append([]Duty{&reconciler{s: s}}, s.extraDuties...)
+	duties := s.duties
 	done := make(chan struct{}, len(duties))
 	for _, d := range duties {
 		go func(d Duty) {

@@ -14,6 +14,7 @@ import (
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/scheduler"
 )
 
 // Server is one amserver server: a Raft voter, a gossip member and an HTTP
@@ -33,8 +34,8 @@ type Server struct {
 
 	notifyCh    chan bool
 	reconcileCh chan struct{}
-	extraDuties []Duty
-	planner     Planner
+	duties      []Duty
+	engine      *scheduler.Engine
 
 	mu           sync.Mutex
 	bootstrapped bool
@@ -45,9 +46,11 @@ type Server struct {
 
 // Deps are the server's pluggable collaborators.
 type Deps struct {
-	Exprs   fsm.ExprChecker // constraint compiler for validation
-	Planner Planner         // dry-run placement
-	Duties  []Duty          // leader duties beyond membership reconciliation
+	// Engine is the placement engine; nil makes a default one. Every server
+	// must validate expressions the same way, so the FSM always uses it.
+	Engine *scheduler.Engine
+	// Duties replace the default leader duties (tests); nil means all of them.
+	Duties []Duty
 }
 
 // NewServer opens the stores and creates Raft, gossip and the HTTP API, but
@@ -56,13 +59,20 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	if deps.Engine == nil {
+		deps.Engine = scheduler.NewEngine(scheduler.Options{})
+	}
+	exprs := deps.Engine.ExprChecker()
 	s := &Server{
 		cfg: cfg, logger: cfg.Logger.With("server", cfg.NodeID),
-		fsm:         fsm.New(fsm.Config{Logger: cfg.Logger, Exprs: deps.Exprs}),
+		fsm:         fsm.New(fsm.Config{Logger: cfg.Logger, Exprs: exprs}),
 		notifyCh:    make(chan bool, 32),
 		reconcileCh: make(chan struct{}, 1),
-		extraDuties: deps.Duties,
-		planner:     deps.Planner,
+		engine:      deps.Engine,
+	}
+	s.duties = deps.Duties
+	if s.duties == nil {
+		s.duties = s.defaultDuties()
 	}
 	if err := s.listenHTTP(); err != nil {
 		return nil, err
@@ -78,7 +88,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: deps.Exprs, Logger: cfg.Logger})
+	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger})
 	return s, nil
 }
 

@@ -29,6 +29,7 @@ type agentFlags struct {
 	pool, az, cloud    string
 	timeoutScale       float64
 	deadServerCleanup  time.Duration
+	deleteTimeout      time.Duration
 	logLevel           string
 	config             string
 	inventory          inventoryFlags
@@ -74,6 +75,7 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.cloud, "cloud", "", "failure domain: cloud label")
 	fl.Float64Var(&f.timeoutScale, "timeout-scale", 1, "multiplier for every Raft timeout (raise on slow or loaded hosts)")
 	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
+	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
 	f.inventory.register(fl)
@@ -93,7 +95,7 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	if err != nil {
 		return badFlags(err)
 	}
-	srv, err := agent.NewServer(cfg, serverDeps(logger))
+	srv, err := agent.NewServer(cfg, agent.Deps{})
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func newDevCmd() *cobra.Command {
 			defer stop()
 			logger := newLogger(logLevel)
 			cfg.Logger = logger
-			cfg.Deps = serverDeps(logger)
+			cfg.Deps = agent.Deps{}
 			d, err := agent.StartDev(ctx, cfg)
 			if err != nil {
 				return err

@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// deleter finishes the stop-then-delete saga (DESIGN §4): a deleting bundle
+// is purged once every job is confirmed stopped or sits on a node that is
+// down or gone, or when the delete timeout has passed.
+type deleter struct {
+	s       *Server
+	timeout time.Duration
+}
+
+func (d *deleter) Name() string { return "deletion" }
+
+func (d *deleter) Run(ctx context.Context) {
+	for {
+		watch := d.s.fsm.WatchCh()
+		st := d.s.store.State()
+		now := d.s.store.Now()
+		for _, b := range st.BundlesInState(fsm.StateDeleting) {
+			if reason, ok := purgeReason(st, b, now, d.timeout); ok {
+				d.s.applyLogged(ctx, fsm.PurgeBundleType, &fsm.PurgeBundleRequest{ID: b.ID(), Reason: reason, Now: now.UnixNano()})
+			}
+		}
+		if !waitChange(ctx, watch, time.Second) {
+			return
+		}
+	}
+}
+
+// purgeReason says whether a deleting bundle may leave the state, and why.
+func purgeReason(st *fsm.State, b *fsm.Bundle, now time.Time, timeout time.Duration) (string, bool) {
+	waiting := 0
+	for _, a := range st.BundleAssignments(b.ID()) {
+		if a.Status == fsm.JobStopped || a.Status == fsm.JobFailed {
+			continue
+		}
+		if n := st.Node(a.NodeID); n == nil || n.Status == fsm.NodeDown || n.Status == fsm.NodeLeft {
+			continue
+		}
+		waiting++
+	}
+	if waiting == 0 {
+		return "every job stopped", true
+	}
+	if now.Sub(time.Unix(0, b.DeleteTime)) >= timeout {
+		return fmt.Sprintf("delete timeout (%s) passed with %d job(s) not confirmed stopped", timeout, waiting), true
+	}
+	return "", false
+}

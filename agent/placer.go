@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// maxBundlesPerPlan bounds one Raft entry; a burst is placed over several.
+const maxBundlesPerPlan = 512
+
+// placer is the placement loop: it places pending bundles (gold, silver,
+// bronze, then age), completes missing backups, heals degraded ones, and
+// retries unplaceable bundles only after the cluster changed. Its queue is
+// rebuilt from the replicated state on every pass.
+type placer struct {
+	s *Server
+}
+
+func (p *placer) Name() string { return "placement" }
+
+func (p *placer) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		watch := p.s.fsm.WatchCh()
+		committed := p.pass(ctx)
+		if committed == 0 && !waitChange(ctx, watch, 5*time.Second) {
+			return
+		}
+	}
+}
+
+// pass places one batch and returns how many plan parts committed.
+func (p *placer) pass(ctx context.Context) int {
+	st := p.s.store.State()
+	queue := placementQueue(st)
+	if len(queue) == 0 {
+		return 0
+	}
+	if len(queue) > maxBundlesPerPlan {
+		queue = queue[:maxBundlesPerPlan]
+	}
+	batch := p.s.engine.Snapshot(st).NewBatch(p.s.raft.AppliedIndex())
+	for _, b := range queue {
+		if needsHeal(b) {
+			batch.Heal(b)
+			continue
+		}
+		batch.Place(b)
+	}
+	if batch.Parts() == 0 {
+		return 0
+	}
+	res := p.s.applyLogged(ctx, fsm.ApplyPlanType, batch.Plan(p.s.store.Now().UnixNano()))
+	if res == nil || res.Err != nil {
+		return 0
+	}
+	pr, _ := res.Value.(*fsm.PlanResult)
+	if pr == nil {
+		return 0
+	}
+	for _, r := range pr.Rejected {
+		p.s.logger.Debug("plan part rejected at apply", "bundle", r.BundleID, "reason", r.Reason)
+	}
+	return len(pr.Committed)
+}
+
+// placementQueue lists the bundles that need the placer, ordered by band,
+// then submission time, then id (DESIGN §3.6).
+func placementQueue(st *fsm.State) []*fsm.Bundle {
+	changed := st.Index("nodes", "pools")
+	var out []*fsm.Bundle
+	for _, b := range st.BundlesInState(fsm.StatePending, fsm.StateUnplaceable, fsm.StateDegraded) {
+		switch {
+		case b.State == fsm.StatePending:
+		case b.AttemptIndex >= changed:
+			continue // tried against this very cluster: wait for a change
+		}
+		out = append(out, b)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if ba, bb := fsm.Band(a.Spec.Priority), fsm.Band(b.Spec.Priority); ba != bb {
+			return ba < bb
+		}
+		if a.SubmitTime != b.SubmitTime {
+			return a.SubmitTime < b.SubmitTime
+		}
+		return a.ID() < b.ID()
+	})
+	return out
+}
+
+// needsHeal: the bundle is fully placed but carries a relaxed backup rule.
+func needsHeal(b *fsm.Bundle) bool {
+	for i := range b.Replicas {
+		if !b.Replicas[i].Complete() {
+			return false
+		}
+	}
+	return b.State == fsm.StateDegraded
+}

@@ -1,0 +1,54 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// timerScanInterval bounds how late a startAt/stopAt fires, and how often
+// the leader scans for them.
+const timerScanInterval = time.Second
+
+// timers fires startAt and stopAt with the leader's clock: it names the due
+// bundles in a Timer command and the FSM checks each against the command's
+// time, so a stale or early command changes nothing.
+type timers struct {
+	s *Server
+}
+
+func (t *timers) Name() string { return "timers" }
+
+func (t *timers) Run(ctx context.Context) {
+	tick := time.NewTicker(timerScanInterval)
+	defer tick.Stop()
+	for {
+		now := t.s.store.Now().UnixNano()
+		if req := dueTimers(t.s.store.State(), now); req != nil {
+			t.s.applyLogged(ctx, fsm.TimerType, req)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// dueTimers lists the bundles whose startAt or stopAt has passed at now.
+func dueTimers(st *fsm.State, now int64) *fsm.TimerRequest {
+	req := &fsm.TimerRequest{Now: now}
+	for _, b := range st.Bundles("", "") {
+		if b.State == fsm.StateScheduled && b.Spec.StartAt <= now {
+			req.Start = append(req.Start, b.ID())
+		}
+		if !b.Deleting && b.Spec.StopAt != 0 && b.Spec.StopAt <= now {
+			req.Stop = append(req.Stop, b.ID())
+		}
+	}
+	if len(req.Start) == 0 && len(req.Stop) == 0 {
+		return nil
+	}
+	return req
+}
