@@ -126,3 +126,50 @@ func eventually(t *testing.T, d time.Duration, what string, ok func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestDevClusterNodeServices: an eager node service runs on every node of
+// its pool that has what it consumes, and while it runs its node offers the
+// capability it provides, which a bundle can then use.
+func TestDevClusterNodeServices(t *testing.T) {
+	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	c, _ := api.New(d.HTTPAddr())
+	ctx := ctxTimeout(t, 60*time.Second)
+	waitReadyNodes(t, c, 6)
+	svc := api.NodeService{
+		ID: "ptp", Pools: []string{"default"}, Launch: api.Launch{Driver: api.DriverNone},
+		Consumes: []api.CapabilityRequest{{Name: "st2110-nic", Count: 1}},
+		Provides: []api.Capability{{Name: "ptp-clock", Count: 4}},
+	}
+	if _, err := c.PutService(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	// Workers 1 and 4 (every third) have the NIC the service consumes.
+	eventually(t, 30*time.Second, "service running on the NIC nodes only", func() bool {
+		nodes, _, err := c.Nodes(ctx, api.NodeFilter{}, nil)
+		if err != nil {
+			return false
+		}
+		with := 0
+		for _, n := range nodes {
+			for _, cp := range n.Capabilities {
+				if cp.Name == "ptp-clock" {
+					with++
+				}
+			}
+		}
+		return with == 2
+	})
+	spec := api.BundleSpec{ID: "needs-ptp", Pool: "default", Jobs: []api.Job{{Name: "j", Requirements: api.Requirements{
+		Capacity: 1, Capabilities: []api.CapabilityRequest{{Name: "ptp-clock", Count: 1}}}}}}
+	if _, err := c.CreateBundle(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "bundle placed on a node with the provided capability", func() bool {
+		b, _, err := c.Bundle(ctx, "needs-ptp", nil)
+		return err == nil && b.State == api.StatePlaced && (b.Replicas[0].Jobs[0].NodeID == "worker-1" || b.Replicas[0].Jobs[0].NodeID == "worker-4")
+	})
+}

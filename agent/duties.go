@@ -13,6 +13,7 @@ func (s *Server) defaultDuties() []Duty {
 		&reconciler{s: s},
 		&placer{s: s},
 		&timers{s: s},
+		&services{s: s},
 		&deleter{s: s, timeout: s.cfg.DeleteTimeout},
 	}
 }

@@ -84,7 +84,7 @@ func (v nodeView) node(n *fsm.Node) api.Node {
 		NodeSpec: api.NodeSpec{
 			ID: n.ID, Pool: n.Pool, Labels: maps.Clone(n.Labels), Taints: slices.Clone(n.Taints),
 			TotalCapacity: fromMilli(n.TotalCapacity), UtilizationCap: fromMilli(n.UtilizationCap),
-			TotalCores: n.TotalCores, GPUs: gpusToAPI(n.GPUs), Capabilities: capabilitiesToAPI(n.Capabilities),
+			TotalCores: n.TotalCores, GPUs: gpusToAPI(n.GPUs), Capabilities: capabilitiesToAPI(n.Inventory().Capabilities),
 		},
 		Status: n.Status,
 		// Drain is cordon plus moving jobs away (DESIGN §4): a draining node

@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
+)
+
+// services keeps every eager node service on every placeable node of its
+// pools that can satisfy what it consumes (like a DaemonSet, DESIGN §2.5),
+// and stops it on nodes that went down or left.
+type services struct {
+	s *Server
+}
+
+func (d *services) Name() string { return "node-services" }
+
+func (d *services) Run(ctx context.Context) {
+	for {
+		watch := d.s.fsm.WatchCh()
+		st := d.s.store.State()
+		if plan := servicePlan(st, d.s.store.Now().UnixNano()); plan != nil {
+			d.s.applyLogged(ctx, fsm.ApplyPlanType, plan)
+		}
+		if !waitChange(ctx, watch, 10*time.Second) {
+			return
+		}
+	}
+}
+
+// servicePlan places missing service instances and stops those on lost
+// nodes; each instance is its own plan part so one misfit blocks nothing.
+func servicePlan(st *fsm.State, now int64) *fsm.Plan {
+	plan := &fsm.Plan{Now: now}
+	for _, svc := range st.Services() {
+		running := map[string]bool{}
+		for _, a := range st.ServiceAssignments(svc.ID) {
+			if a.Desired != fsm.DesiredRun {
+				continue
+			}
+			running[a.NodeID] = true
+			if n := st.Node(a.NodeID); n == nil || n.Status == fsm.NodeDown || n.Status == fsm.NodeLeft || !slices.Contains(svc.Pools, n.Pool) {
+				plan.Parts = append(plan.Parts, fsm.PlanPart{Services: []fsm.ServicePlacement{{ServiceID: svc.ID, Node: a.NodeID, Stop: true}}})
+			}
+		}
+		for _, pool := range svc.Pools {
+			for _, n := range st.Nodes(pool) {
+				if running[n.ID] || !n.Placeable() {
+					continue
+				}
+				g, err := ledger.Fit(n.Inventory(), n.Usage, ledger.Request{Capabilities: svc.Consumes})
+				if err != nil {
+					continue // this node cannot host the service: not an error
+				}
+				plan.Parts = append(plan.Parts, fsm.PlanPart{Services: []fsm.ServicePlacement{{ServiceID: svc.ID, Node: n.ID, Grant: g}}})
+			}
+		}
+	}
+	if len(plan.Parts) == 0 {
+		return nil
+	}
+	return plan
+}
