@@ -12,6 +12,8 @@ func (s *Server) defaultDuties() []Duty {
 	return []Duty{
 		&reconciler{s: s},
 		&placer{s: s},
+		&failover{s: s},
+		&drainer{s: s},
 		&timers{s: s},
 		&services{s: s},
 		&deleter{s: s, timeout: s.cfg.DeleteTimeout},

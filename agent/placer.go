@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/scheduler"
 )
 
 // maxBundlesPerPlan bounds one Raft entry; a burst is placed over several.
@@ -43,27 +44,24 @@ func (p *placer) pass(ctx context.Context) int {
 	}
 	batch := p.s.engine.Snapshot(st).NewBatch(p.s.raft.AppliedIndex())
 	for _, b := range queue {
-		if needsHeal(b) {
-			batch.Heal(b)
-			continue
+		placeOne(batch, b)
+	}
+	return p.s.applyBatch(ctx, batch)
+}
+
+// placeOne heals, places, or — for a primary that does not fit and a band
+// that can evict someone — preempts lower bands (DESIGN §3.6).
+func placeOne(batch *scheduler.Batch, b *fsm.Bundle) {
+	switch {
+	case needsHeal(b):
+		batch.Heal(b)
+	case !b.Replicas[0].Complete() && fsm.Band(b.Spec.Priority) < fsm.Band(fsm.PriorityBronze):
+		if res := batch.Preempt(b); res.Update == nil {
+			batch.Place(b) // nothing to evict: record why it does not fit
 		}
+	default:
 		batch.Place(b)
 	}
-	if batch.Parts() == 0 {
-		return 0
-	}
-	res := p.s.applyLogged(ctx, fsm.ApplyPlanType, batch.Plan(p.s.store.Now().UnixNano()))
-	if res == nil || res.Err != nil {
-		return 0
-	}
-	pr, _ := res.Value.(*fsm.PlanResult)
-	if pr == nil {
-		return 0
-	}
-	for _, r := range pr.Rejected {
-		p.s.logger.Debug("plan part rejected at apply", "bundle", r.BundleID, "reason", r.Reason)
-	}
-	return len(pr.Committed)
 }
 
 // placementQueue lists the bundles that need the placer, ordered by band,

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// drainer moves every job off draining nodes (DESIGN §4): promote the
+// backup first where there is one, else place-then-stop. A bundle that has
+// nowhere to go stays; the next change retries it.
+type drainer struct {
+	s *Server
+}
+
+func (d *drainer) Name() string { return "drain" }
+
+func (d *drainer) Run(ctx context.Context) {
+	for {
+		watch := d.s.fsm.WatchCh()
+		st := d.s.store.State()
+		var batchNodes []*fsm.Node
+		for _, n := range st.Nodes("") {
+			if n.Draining && n.Status == fsm.NodeReady && n.Usage.Reservations > 0 {
+				batchNodes = append(batchNodes, n)
+			}
+		}
+		if len(batchNodes) > 0 {
+			batch := d.s.engine.Snapshot(st).NewBatch(d.s.raft.AppliedIndex())
+			for _, n := range batchNodes {
+				for _, b := range bundlesOn(st, n.ID) {
+					batch.Drain(b, n.ID)
+				}
+			}
+			d.s.applyBatch(ctx, batch)
+		}
+		if !waitChange(ctx, watch, 5*time.Second) {
+			return
+		}
+	}
+}
+
+// bundlesOn lists the bundles holding reservations on a node, in band order.
+func bundlesOn(st *fsm.State, node string) []*fsm.Bundle {
+	seen := map[string]bool{}
+	var out []*fsm.Bundle
+	for _, r := range st.NodeReservations(node) {
+		if seen[r.Key.Bundle] {
+			continue
+		}
+		seen[r.Key.Bundle] = true
+		if b := st.Bundle(r.Key.Bundle); b != nil {
+			out = append(out, b)
+		}
+	}
+	sortByBand(out)
+	return out
+}

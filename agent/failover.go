@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/scheduler"
+)
+
+// failover repairs bundles with jobs on nodes that are down or left
+// (DESIGN §4): the healthy backup is promoted, only the lost jobs are
+// re-placed, and nothing stays reserved on a lost node. Suspect nodes are
+// left alone: no new placements, nothing moved.
+type failover struct {
+	s *Server
+}
+
+func (f *failover) Name() string { return "failover" }
+
+func (f *failover) Run(ctx context.Context) {
+	for {
+		watch := f.s.fsm.WatchCh()
+		st := f.s.store.State()
+		lost, bundles := lostPlacements(st)
+		if len(bundles) > 0 {
+			batch := f.s.engine.Snapshot(st).NewBatch(f.s.raft.AppliedIndex())
+			for _, b := range bundles {
+				batch.Repair(b, lost)
+			}
+			f.s.applyBatch(ctx, batch)
+		}
+		if !waitChange(ctx, watch, 5*time.Second) {
+			return
+		}
+	}
+}
+
+// lostPlacements finds the nodes that are down or left and the bundles
+// holding reservations on them, most important first.
+func lostPlacements(st *fsm.State) (map[string]bool, []*fsm.Bundle) {
+	lost := map[string]bool{}
+	seen := map[string]bool{}
+	var out []*fsm.Bundle
+	for _, n := range st.Nodes("") {
+		if n.Status != fsm.NodeDown && n.Status != fsm.NodeLeft {
+			continue
+		}
+		lost[n.ID] = true
+		for _, r := range st.NodeReservations(n.ID) {
+			if strings.HasPrefix(r.Key.Bundle, "~") || seen[r.Key.Bundle] {
+				continue // node services are the services duty's
+			}
+			seen[r.Key.Bundle] = true
+			if b := st.Bundle(r.Key.Bundle); b != nil {
+				out = append(out, b)
+			}
+		}
+	}
+	sortByBand(out)
+	return lost, out
+}
+
+// sortByBand orders bundles gold, silver, bronze, then by age and id.
+func sortByBand(list []*fsm.Bundle) {
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if ba, bb := fsm.Band(a.Spec.Priority), fsm.Band(b.Spec.Priority); ba != bb {
+			return ba < bb
+		}
+		if a.SubmitTime != b.SubmitTime {
+			return a.SubmitTime < b.SubmitTime
+		}
+		return a.ID() < b.ID()
+	})
+}
+
+// applyBatch commits a batch's plan and returns how many parts committed.
+func (s *Server) applyBatch(ctx context.Context, batch *scheduler.Batch) int {
+	if batch.Parts() == 0 {
+		return 0
+	}
+	res := s.applyLogged(ctx, fsm.ApplyPlanType, batch.Plan(s.store.Now().UnixNano()))
+	if res == nil || res.Err != nil {
+		return 0
+	}
+	pr, _ := res.Value.(*fsm.PlanResult)
+	if pr == nil {
+		return 0
+	}
+	for _, r := range pr.Rejected {
+		s.logger.Debug("plan part rejected at apply", "bundle", r.BundleID, "reason", r.Reason)
+	}
+	return len(pr.Committed)
+}
