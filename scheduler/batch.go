@@ -19,6 +19,7 @@ type Batch struct {
 	seed    uint64
 	parts   []fsm.PlanPart
 	removed []string
+	updated map[string]bool // bundles some part of the plan changes
 }
 
 // NewBatch starts a batch. seed drives every tie-break and scan rotation;
@@ -53,8 +54,38 @@ func (b *Batch) Plan(now int64) *fsm.Plan {
 // Parts is the number of plan parts so far.
 func (b *Batch) Parts() int { return len(b.parts) }
 
-func (b *Batch) addPart(u *fsm.BundleUpdate) {
-	b.parts = append(b.parts, fsm.PlanPart{Updates: []fsm.BundleUpdate{*u}})
+// Updated reports whether the plan so far changes the bundle. The bundle
+// objects the caller holds are then stale for this batch: preemption never
+// picks such a bundle as a victim, and a leader should not decide on it
+// again before the plan is applied.
+func (b *Batch) Updated(bundleID string) bool { return b.updated[bundleID] }
+
+func (b *Batch) addPart(u *fsm.BundleUpdate) { b.addUpdates(*u) }
+
+// addUpdates adds one part: the updates commit together or not at all.
+func (b *Batch) addUpdates(us ...fsm.BundleUpdate) {
+	if b.updated == nil {
+		b.updated = map[string]bool{}
+	}
+	for _, u := range us {
+		b.updated[u.BundleID] = true
+	}
+	b.parts = append(b.parts, fsm.PlanPart{Updates: us})
+}
+
+// exclude treats nodes as gone for the placements made until restore runs
+// (a drained node, lost nodes the snapshot may still call ready).
+func (b *Batch) exclude(nodes []string) (restore func()) {
+	n := len(b.removed)
+	b.removed = append(b.removed[:n:n], nodes...)
+	return func() { b.removed = b.removed[:n:n] }
+}
+
+// releaseKeys releases reservations in the overlay; absent ones are skipped.
+func (b *Batch) releaseKeys(keys []ledger.Key) {
+	for _, k := range keys {
+		ledger.Release(b.overlay, k)
+	}
 }
 
 // reserve records placements in the overlay. On an error (the search and the

@@ -26,6 +26,9 @@ type Result struct {
 	BackupExplain *fsm.Explain
 	// BudgetExhausted is set when a search gave up on its budget.
 	BudgetExhausted bool
+	// Victims are the replicas a preemption evicts (Preempt only), in the
+	// order they were preferred.
+	Victims []Victim
 }
 
 // Place places what is missing of a bundle: the primary's unplaced jobs as a
@@ -34,19 +37,42 @@ type Result struct {
 // their co-location groups. A bundle that is complete, deleting or gains
 // nothing gets no update.
 func (b *Batch) Place(bundle *fsm.Bundle) Result {
-	res := Result{BundleID: bundle.ID()}
 	if bundle.Deleting || len(bundle.Replicas) == 0 {
-		return res
+		return Result{BundleID: bundle.ID()}
 	}
+	res, places := b.fill(bundle)
+	if !res.PrimaryPlaced {
+		return b.unplaceable(bundle, res, res.Explain)
+	}
+	if len(places) == 0 && bundle.Explain == nil && sameCodes(bundle.Degradations, res.Degradations) {
+		return res // only a message would change (a retried noBackup): no churn
+	}
+	res.Update = &fsm.BundleUpdate{
+		BundleID: bundle.ID(), Place: places, SetDegradations: true, Degradations: res.Degradations,
+	}
+	b.addPart(res.Update)
+	return res
+}
+
+// fill places what is missing of a bundle's replicas and reserves it in the
+// overlay: the primary's unplaced jobs as a gang (when they do not fit,
+// nothing is reserved and res.Explain says why), then the backup's down the
+// ladder. It adds no plan part, so repair, drain and preemption can run it
+// on the bundle as it will be once their releases and promotion apply, and
+// compose their own update around it.
+func (b *Batch) fill(bundle *fsm.Bundle) (Result, []fsm.Place) {
+	res := Result{BundleID: bundle.ID()}
 	spec := &bundle.Spec
 	seed := derive(b.seed, hashString(bundle.ID()))
-	prim := b.placeReplica(spec, &bundle.Replicas[0], Forbid{}, seed, false)
+	prim := b.placePrimary(bundle, seed, false)
 	res.BudgetExhausted = prim.BudgetExhausted
 	if !prim.Placed {
-		return b.unplaceable(bundle, res, prim.Explain)
+		res.Explain = prim.Explain
+		return res, nil
 	}
 	if err := b.reserve(bundle.ID(), prim.Places); err != nil {
-		return b.unplaceable(bundle, res, internalExplain(err))
+		res.Explain = internalExplain(err)
+		return res, nil
 	}
 	res.PrimaryPlaced = true
 	places := prim.Places
@@ -65,30 +91,44 @@ func (b *Batch) Place(bundle *fsm.Bundle) Result {
 	}
 	res.Degradations = b.degradations(spec, prim, back)
 	res.JobsPlaced = len(places)
-	if len(places) == 0 && bundle.Explain == nil && sameCodes(bundle.Degradations, res.Degradations) {
-		return res // only a message would change (a retried noBackup): no churn
+	return res, places
+}
+
+// placePrimary places the primary's missing jobs. When the backup still
+// holds jobs (a repair that could not promote, a primary evicted with no
+// backup to take over) the forbids bind the primary too, since they are
+// symmetric: its new jobs go down the ladder away from the backup's
+// domains, so the pair stays apart wherever there is room.
+func (b *Batch) placePrimary(bundle *fsm.Bundle, seed uint64, noExplain bool) GangResult {
+	spec, rep := &bundle.Spec, &bundle.Replicas[0]
+	if spec.Resilience != nil && len(bundle.Replicas) > 1 && !rep.Complete() {
+		if other := placedOf(&bundle.Replicas[1]); len(other) > 0 {
+			return b.climb(spec, rep, b.domainsOf(other), seed, noExplain)
+		}
 	}
-	res.Update = &fsm.BundleUpdate{
-		BundleID: bundle.ID(), Place: places, SetDegradations: true, Degradations: res.Degradations,
-	}
-	b.addPart(res.Update)
-	return res
+	return b.placeReplica(spec, rep, Forbid{}, seed, noExplain)
 }
 
 // placeReplica places a replica's missing jobs, or describes it as it is
 // when it is complete.
 func (b *Batch) placeReplica(spec *fsm.BundleSpec, rep *fsm.Replica, forbid Forbid, seed uint64, noExplain bool) GangResult {
+	placed := placedOf(rep)
+	if rep.Complete() && len(placed) == len(spec.Jobs) {
+		return GangResult{Placed: true, Nodes: placed, SpansAZ: b.spansAZ(placed)}
+	}
+	g := Gang{Spec: spec, Slot: rep.Slot, Placed: placed, Forbid: forbid, Removed: b.removed, NoExplain: noExplain}
+	return b.snap.PlaceGang(b.overlay, g, derive(seed, uint64(rep.Slot)))
+}
+
+// placedOf maps a replica's placed jobs to their nodes.
+func placedOf(rep *fsm.Replica) map[string]string {
 	placed := map[string]string{}
 	for _, j := range rep.Jobs {
 		if j.Placed() {
 			placed[j.Name] = j.NodeID
 		}
 	}
-	if rep.Complete() && len(placed) == len(spec.Jobs) {
-		return GangResult{Placed: true, Nodes: placed, SpansAZ: b.spansAZ(placed)}
-	}
-	g := Gang{Spec: spec, Slot: rep.Slot, Placed: placed, Forbid: forbid, Removed: b.removed, NoExplain: noExplain}
-	return b.snap.PlaceGang(b.overlay, g, derive(seed, uint64(rep.Slot)))
+	return placed
 }
 
 // unplaceable records why the primary cannot be placed, unless the bundle
