@@ -23,6 +23,10 @@ type DevConfig struct {
 	DataDir  string // empty: a temporary directory removed on Shutdown
 	Logger   *slog.Logger
 	Deps     Deps
+	// DeleteTimeout bounds the deletion saga (default 60 s).
+	DeleteTimeout time.Duration
+	// Driver makes each simulated worker's driver (default: none).
+	Driver func() Driver
 }
 
 // DevCluster is servers and simulated workers in one process.
@@ -94,7 +98,7 @@ func (d *DevCluster) startServers(ctx context.Context, cfg DevConfig, dataDir st
 			NodeID: fmt.Sprintf("server-%d", i+1), DataDir: filepath.Join(dataDir, fmt.Sprintf("server-%d", i+1)),
 			HTTPAddr: net.JoinHostPort(host, strconv.Itoa(hp)), RaftAddr: net.JoinHostPort(host, strconv.Itoa(rp)),
 			Bootstrap: cfg.Servers == 1, Join: join, Logger: cfg.Logger,
-			DeadServerCleanup: 30 * time.Second,
+			DeadServerCleanup: 30 * time.Second, DeleteTimeout: cfg.DeleteTimeout,
 		}
 		if cfg.Servers > 1 {
 			sc.BootstrapExpect = cfg.Servers
@@ -140,6 +144,9 @@ func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig) error {
 			NodeID: fmt.Sprintf("worker-%d", i+1), AZ: dom.az, Cloud: dom.cloud,
 			Inventory: devInventory(i, dom.az, dom.cloud), Servers: []string{d.Servers[0].HTTPAddr()},
 			Join: join, Logger: cfg.Logger,
+		}
+		if cfg.Driver != nil {
+			wc.Driver = cfg.Driver()
 		}
 		wc.Gossip = gossip.DefaultConfig()
 		wc.Gossip.BindAddr, wc.Gossip.BindPort = host, 0
