@@ -7,7 +7,7 @@ PKGS     ?= ./...
 # fail spuriously with "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image clean
+.PHONY: all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image measure-failover clean
 
 all: build
 
@@ -64,6 +64,10 @@ cluster: image
 
 cluster-down:
 	docker-compose down -v
+
+# Failover times over 20 trials (worker kill → promotion, leader kill → write).
+measure-failover:
+	AMSERVER_MEASURE=20 $(GO) test -count=1 -run TestMeasureFailover -v -timeout 30m ./agent | grep -v '^=== RUN'
 
 clean:
 	rm -rf bin

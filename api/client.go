@@ -171,7 +171,10 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 		if !r.idempotent || r.stream != nil || apiErr.Code != CodeNoLeader || attempt >= c.maxRetries {
 			return nil, apiErr
 		}
-		if !sleepCtx(ctx, retryAfter(resp.Header)) {
+		// Elections finish in well under a second: start retrying quickly
+		// and back off towards the server's (whole-second) Retry-After.
+		wait := min(retryAfter(resp.Header), 100*time.Millisecond<<min(attempt, 4))
+		if !sleepCtx(ctx, wait) {
 			return nil, apiErr
 		}
 	}
