@@ -7,7 +7,7 @@ PKGS     ?= ./...
 # fail spuriously with "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image measure-failover clean
+.PHONY: all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image measure-failover bench-sched clean
 
 all: build
 
@@ -64,6 +64,10 @@ cluster: image
 
 cluster-down:
 	docker-compose down -v
+
+# Placement engine: throughput and decision latency by node count, packing.
+bench-sched:
+	AMSERVER_SCHED_TABLE=1 $(GO) test -count=1 -run TestPrintBenchTable -v -timeout 30m ./scheduler | grep -v '^=== RUN'
 
 # Failover times over 20 trials (worker kill → promotion, leader kill → write).
 measure-failover:

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -88,6 +89,14 @@ func (s *Server) addVoter(m gossip.Member) {
 		return
 	}
 	s.logger.Info("server joined raft", "server", m.Name, "addr", m.Meta.RaftAddr)
+	s.recordEvent("serverJoined", m.Name, fmt.Sprintf("server %s joined raft at %s", m.Name, m.Meta.RaftAddr))
+}
+
+// recordEvent puts a membership change in the replicated event log.
+func (s *Server) recordEvent(typ, node, msg string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.applyLogged(ctx, fsm.RecordEventType, &fsm.RecordEventRequest{Type: typ, NodeID: node, Message: msg, Now: s.store.Now().UnixNano()})
 }
 
 func (s *Server) removeServer(id, why string) bool {
@@ -96,6 +105,7 @@ func (s *Server) removeServer(id, why string) bool {
 		return false
 	}
 	s.logger.Info("server removed from raft", "server", id, "reason", why)
+	s.recordEvent("serverRemoved", id, fmt.Sprintf("server %s removed from raft: %s", id, why))
 	return true
 }
 

@@ -197,3 +197,18 @@ func (t *tx) withdrawProvided(nodeID, serviceID string) {
 		}
 	}
 }
+
+// recordableEvents are the event types a RecordEvent command may carry.
+var recordableEvents = map[string]bool{"serverJoined": true, "serverRemoved": true}
+
+func (f *FSM) applyRecordEvent(t *tx, req *RecordEventRequest) (any, error) {
+	t.advance(req.Now)
+	if !recordableEvents[req.Type] {
+		return nil, fmt.Errorf("%w: event type %q cannot be recorded directly", ErrInvalid, req.Type)
+	}
+	if len(req.Message) > 1024 || len(req.NodeID) > 128 {
+		return nil, fmt.Errorf("%w: event too long", ErrInvalid)
+	}
+	t.event(req.Type, "", req.NodeID, "%s", req.Message)
+	return nil, nil
+}

@@ -41,10 +41,11 @@ func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 
 // staged is a bundle update checked against the ledger but not yet written.
 type staged struct {
-	update  *BundleUpdate
-	old     *Bundle
-	next    *Bundle
-	stopped []string // assignment ids to stop
+	update   *BundleUpdate
+	old      *Bundle
+	next     *Bundle
+	stopped  []string // assignment ids to stop
+	released []string // nodes that gave up a reservation
 }
 
 // applyPart re-checks one part against the current state through a ledger
@@ -74,7 +75,29 @@ func (t *tx) applyPart(part *PlanPart) (string, error) {
 		t.commitStage(st)
 	}
 	t.commitServices(svc)
+	for _, st := range stages {
+		t.drainedEvents(st.released)
+	}
 	return "", nil
+}
+
+// drainedEvents announces draining nodes that this part left empty.
+func (t *tx) drainedEvents(nodes []string) {
+	for _, id := range nodes {
+		if n := t.State.Node(id); n != nil && n.Draining && n.Usage.Reservations == 0 && !t.announced(id) {
+			t.event("nodeDrained", "", id, "node %s is drained: nothing is placed on it", id)
+		}
+	}
+}
+
+// announced reports whether this transaction already emitted nodeDrained.
+func (t *tx) announced(node string) bool {
+	for _, e := range t.events {
+		if e.Type == "nodeDrained" && e.NodeID == node {
+			return true
+		}
+	}
+	return false
 }
 
 // stage applies one update to a copy of its bundle and to the overlay.
@@ -103,6 +126,7 @@ func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
 		k := ledger.Key{Bundle: b.ID(), Replica: r.Slot, Job: r.Job}
 		ledger.Release(overlay, k)
 		st.stopped = append(st.stopped, assignmentID(k, job.NodeID))
+		st.released = append(st.released, job.NodeID)
 		*job = JobPlacement{Name: job.Name}
 	}
 	for _, p := range u.Place {

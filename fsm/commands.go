@@ -34,6 +34,7 @@ const (
 	UpsertServiceType    MessageType = 14
 	DeleteServiceType    MessageType = 15
 	TimerType            MessageType = 16
+	RecordEventType      MessageType = 17
 )
 
 // String names a command type for logs and errors.
@@ -52,7 +53,7 @@ var messageTypeNames = map[MessageType]string{
 	DeleteBundleType: "DeleteBundle", PurgeBundleType: "PurgeBundle",
 	ApplyPlanType: "ApplyPlan", AssignmentStatusType: "AssignmentStatus",
 	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
-	TimerType: "Timer",
+	TimerType: "Timer", RecordEventType: "RecordEvent",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
@@ -147,6 +148,15 @@ type TimerRequest struct {
 	Now   int64
 	Start []string
 	Stop  []string
+}
+
+// RecordEventRequest records a cluster event that no other command carries:
+// Raft membership changes the leader made (serverJoined, serverRemoved).
+type RecordEventRequest struct {
+	Type    string
+	NodeID  string
+	Message string
+	Now     int64
 }
 
 // Plan is a batch of placement decisions for many bundles. Each part commits

@@ -81,6 +81,7 @@ func (f *FSM) registerHandlers() {
 	f.handlers[UpsertServiceType] = decoded(f.applyUpsertService)
 	f.handlers[DeleteServiceType] = decoded(f.applyDeleteService)
 	f.handlers[TimerType] = decoded(f.applyTimer)
+	f.handlers[RecordEventType] = decoded(f.applyRecordEvent)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

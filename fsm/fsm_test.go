@@ -282,3 +282,24 @@ func TestBadFieldValuesChangeNothing(t *testing.T) {
 		t.Fatal("failed commands changed state")
 	}
 }
+
+func TestNodeDrainedEventWhenLastJobLeaves(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	h.readyNode(testNode("n2", "p", "az2", "c1", 4000, 4))
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p", testJob("enc", 1000, 1))})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+	h.ok(NodeDrainType, &NodeFlagRequest{NodeID: "n1", On: true})
+	move := h.placeAll("b1", 0, "n2")
+	move.Updates[0].Release = []SlotJob{{Slot: 0, Job: "enc"}}
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{move}})
+	drained := 0
+	for _, e := range h.fsm.State().Events(0, 0) {
+		if e.Type == "nodeDrained" && e.NodeID == "n1" {
+			drained++
+		}
+	}
+	if drained != 1 {
+		t.Fatalf("want one nodeDrained event for n1, got %d", drained)
+	}
+}
