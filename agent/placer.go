@@ -18,7 +18,17 @@ const maxBundlesPerPlan = 512
 // rebuilt from the replicated state on every pass.
 type placer struct {
 	s *Server
+	// tried rate-limits preemption searches, which read every reservation
+	// on the candidate nodes: leader-local and disposable, not state.
+	tried map[string]time.Time
 }
+
+// Preemption budget: searches per pass, and the pause before a bundle that
+// found no victims is searched again.
+const (
+	preemptPerPass = 16
+	preemptRetry   = 30 * time.Second
+)
 
 func (p *placer) Name() string { return "placement" }
 
@@ -43,25 +53,47 @@ func (p *placer) pass(ctx context.Context) int {
 		queue = queue[:maxBundlesPerPlan]
 	}
 	batch := p.s.engine.Snapshot(st).NewBatch(p.s.raft.AppliedIndex())
+	budget := preemptPerPass
 	for _, b := range queue {
-		placeOne(batch, b)
+		p.placeOne(batch, b, &budget)
 	}
 	return p.s.applyBatch(ctx, batch)
 }
 
 // placeOne heals, places, or — for a primary that does not fit and a band
 // that can evict someone — preempts lower bands (DESIGN §3.6).
-func placeOne(batch *scheduler.Batch, b *fsm.Bundle) {
+func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int) {
 	switch {
 	case needsHeal(b):
 		batch.Heal(b)
-	case !b.Replicas[0].Complete() && fsm.Band(b.Spec.Priority) < fsm.Band(fsm.PriorityBronze):
+	case p.mayPreempt(b, budget):
 		if res := batch.Preempt(b); res.Update == nil {
 			batch.Place(b) // nothing to evict: record why it does not fit
 		}
 	default:
 		batch.Place(b)
 	}
+}
+
+func (p *placer) mayPreempt(b *fsm.Bundle, budget *int) bool {
+	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) || *budget == 0 {
+		return false
+	}
+	if p.tried == nil {
+		p.tried = map[string]time.Time{}
+	}
+	now := time.Now()
+	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
+		return false
+	}
+	for id, at := range p.tried {
+		if now.Sub(at) >= preemptRetry {
+			delete(p.tried, id)
+		}
+	}
+	p.tried[b.ID()] = now
+	*budget--
+	return true
 }
 
 // placementQueue lists the bundles that need the placer, ordered by band,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
 )
 
 // Preempt places a bundle's missing replica by evicting replicas of bundles
@@ -18,13 +19,14 @@ import (
 // the replica, tried in preference order: backups before primaries, then
 // lower bands first, then fewer jobs, then bundle id and slot. The search
 // releases victims hypothetically in the batch's overlay and retries the
-// gang placement (the shortest prefix of the preference order that makes
-// room, found by bisection: releasing more never hurts), then drops victims
-// the placement does not need: first those with nothing on the placement's
-// nodes (or in its pool, when the pool has caps), then, in a reverse pass,
-// every victim without which the placement still fits. The set returned is
-// therefore minimal: no victim can be spared. Two replicas of one bundle
-// are never both victims, in one part or anywhere in the batch's plan.
+// gang placement to find the shortest prefix of the preference order that
+// makes room (galloping, then bisection: releasing more never hurts), then
+// drops victims the placement does not need: first those with nothing on
+// the placement's nodes (or in its pool, when the pool has caps), then, in
+// a reverse pass, every victim without which some placement still fits.
+// The set returned is therefore minimal: no victim can be spared. Two
+// replicas of one bundle are never both victims, in one part or anywhere
+// in the batch's plan (see search).
 //
 // On success the batch gains ONE plan part, committed all or nothing by the
 // FSM: one update per victim, then the preemptor's update (its placements,
@@ -53,9 +55,10 @@ func (b *Batch) Preempt(bundle *fsm.Bundle) Result {
 	p.cands = p.candidates()
 	set, ok, exhausted := p.search()
 	if !ok {
-		// Explained with every candidate evicted (one replica per bundle):
-		// why even preemption cannot make room, unless the budget ran out.
-		ex := p.try(p.lists()[0], true).Explain
+		// Explained with every candidate evicted (the preferred replica of
+		// each bundle): why even preemption cannot make room, unless the
+		// budget ran out.
+		ex := p.try(onePerBundle(p.cands), true).Explain
 		res.BudgetExhausted = exhausted
 		if target == 0 {
 			res.Explain = ex
@@ -99,27 +102,56 @@ func (b *Batch) movedInBatch(id string) bool {
 }
 
 // Search bounds: every trial is one gang search (a ladder of them for a
-// backup). Galloping and bisection need about 2·log2(maxVictims) trials per
-// list, the reverse pass one per victim that survives pruning.
+// backup). Galloping and bisection need about 2·log2(candidates) trials per
+// round, the reverse pass one per victim that survives pruning.
 const (
 	maxVictims        = 1 << 16
-	maxVictimsPerNode = 32
-	maxPreemptTrials  = 128
+	maxVictimsPerNode = 128
+	maxPreemptTrials  = 256
+	maxPreemptRounds  = 4
 )
 
 // search finds a minimal victim set, or reports that none was found;
-// exhausted says the trial budget ran out first.
+// exhausted says the trial budget ran out first. Both replicas of a bundle
+// may be candidates (which one helps depends on where the replica lands),
+// but a set may hold only one: when the minimal set found holds both, the
+// less preferred of the two is barred and the search runs again, a few
+// rounds at most.
 func (p *preemption) search() (set []*Victim, ok, exhausted bool) {
-	for _, list := range p.lists() {
+	barred := map[*Victim]bool{}
+	for range maxPreemptRounds {
+		list := slices.DeleteFunc(slices.Clone(p.cands), func(v *Victim) bool { return barred[v] })
 		k, placed, found := p.shortestPrefix(list)
 		if !found {
-			continue
+			break
 		}
-		if set, ok := p.minimise(list[:k], placed); ok {
+		set, ok := p.minimise(list[:k], placed)
+		if !ok {
+			break
+		}
+		clash := pairedVictims(set)
+		if len(clash) == 0 {
 			return set, true, false
+		}
+		for _, v := range clash {
+			barred[v] = true
 		}
 	}
 	return nil, false, p.trials >= maxPreemptTrials
+}
+
+// pairedVictims returns, for every bundle with both replicas in set, the
+// less preferred one (set is in preference order).
+func pairedVictims(set []*Victim) []*Victim {
+	seen := map[string]bool{}
+	var out []*Victim
+	for _, v := range set {
+		if seen[v.BundleID] {
+			out = append(out, v)
+		}
+		seen[v.BundleID] = true
+	}
+	return out
 }
 
 // shortestPrefix finds the shortest prefix of list whose eviction makes
@@ -193,8 +225,8 @@ func (p *preemption) prune(set []*Victim, placed GangResult) []*Victim {
 	}
 	caps := p.poolCapped()
 	return slices.DeleteFunc(slices.Clone(set), func(v *Victim) bool {
-		for i, node := range v.nodes {
-			if used[node] || (caps && v.pools[i] == p.pool) {
+		for _, r := range v.held {
+			if used[r.Node] || (caps && r.Pool == p.pool) {
 				return false
 			}
 		}
@@ -210,12 +242,16 @@ func (p *preemption) prune(set []*Victim, placed GangResult) []*Victim {
 func (b *Batch) evict(bundle *fsm.Bundle, p *preemption, set []*Victim) Result {
 	mark := b.overlay.checkpoint()
 	for _, v := range set {
-		b.releaseKeys(v.keys)
+		for _, r := range v.held {
+			ledger.Release(b.overlay, r.Key)
+		}
 	}
 	res, places := b.fill(bundle)
 	if !res.PrimaryPlaced || (p.target == 1 && !res.BackupPlaced) {
 		b.overlay.rollback(mark)
-		return Result{BundleID: bundle.ID(), Explain: internalExplain(fmt.Errorf("preemption trial and placement disagree"))}
+		out := unchanged(bundle)
+		out.Explain = internalExplain(fmt.Errorf("preemption trial and placement disagree"))
+		return out
 	}
 	b.overlay.keep(mark)
 	var names []string
@@ -242,8 +278,8 @@ func (b *Batch) victimUpdate(v *Victim, preemptor *fsm.Bundle) fsm.BundleUpdate 
 	vb := b.snap.idx.view.Bundle(v.BundleID)
 	u := fsm.BundleUpdate{BundleID: v.BundleID, Preemptor: preemptor.ID(),
 		Reason: fmt.Sprintf("%s evicted by %s (%s)", roleName(v.Primary), preemptor.ID(), preemptor.Spec.Priority)}
-	for _, k := range v.keys {
-		u.Release = append(u.Release, fsm.SlotJob{Slot: k.Replica, Job: k.Job})
+	for _, r := range v.held {
+		u.Release = append(u.Release, fsm.SlotJob{Slot: r.Key.Replica, Job: r.Key.Job})
 	}
 	survivor := 0
 	if v.Primary {

@@ -192,8 +192,8 @@ func checkMinimal(t *rapid.T, st *fsm.State, pre *fsm.Bundle, victims []Victim) 
 			if i == skip {
 				continue
 			}
-			for _, k := range v.keys {
-				r, _ := st.Reservation(k)
+			for _, h := range v.held {
+				r, _ := st.Reservation(h.Key)
 				o.usage[r.Node] = o.usage[r.Node].Sub(r.Grant)
 				if r.Pool == o.pool.Name {
 					o.poolUsed = o.poolUsed.Sub(r.Grant)

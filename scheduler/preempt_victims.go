@@ -21,10 +21,8 @@ type Victim struct {
 	// Jobs are the evicted replica's jobs that held reservations.
 	Jobs []string
 
-	band  int
-	keys  []ledger.Key
-	nodes []string // node of each key
-	pools []string // pool of each key
+	band int
+	held []ledger.Reservation // what the replica holds, as the ledger has it
 }
 
 // preferVictim orders candidates (DESIGN §3.6): backups before primaries
@@ -34,7 +32,7 @@ func preferVictim(a, b *Victim) int {
 	return cmp.Or(
 		boolCmp(a.Primary, b.Primary),
 		cmp.Compare(b.band, a.band),
-		cmp.Compare(len(a.keys), len(b.keys)),
+		cmp.Compare(len(a.held), len(b.held)),
 		cmp.Compare(a.BundleID, b.BundleID),
 		cmp.Compare(a.Slot, b.Slot),
 	)
@@ -75,9 +73,20 @@ func (p *preemption) try(set []*Victim, explain bool) GangResult {
 	return p.place(explain)
 }
 
+// release gives the set's resources back to their nodes and pools in the
+// overlay, as ledger.Release would, but leaves the reservation rows: a
+// trial is always undone and the search reads only usage, so the row
+// lookups and deletions (most of a release's cost) are skipped.
 func (p *preemption) release(set []*Victim) {
+	ov := p.b.overlay
 	for _, v := range set {
-		p.b.releaseKeys(v.keys)
+		for _, r := range v.held {
+			if _, used, ok := ov.Node(r.Node); ok {
+				ov.SetUsage(r.Node, used.Sub(r.Grant))
+			}
+			_, pool := ov.Pool(r.Pool)
+			ov.SetPoolUsage(r.Pool, pool.Sub(r.Grant))
+		}
 	}
 }
 
@@ -91,32 +100,14 @@ func (p *preemption) place(explain bool) GangResult {
 	return p.b.climb(&p.bundle.Spec, &p.bundle.Replicas[1], p.prim, p.seed, !explain)
 }
 
-// lists are the candidate orders the search tries. One bundle may offer
-// both replicas, but only one of them may go: the first list keeps the
-// preferred one, and when that happens a second list keeps the other, so a
-// bundle whose useful replica is the less preferred one is still found.
-func (p *preemption) lists() [][]*Victim {
-	count := map[string]int{}
-	for _, v := range p.cands {
-		count[v.BundleID]++
-	}
-	var first, second []*Victim
+// onePerBundle keeps the first (most preferred) candidate of each bundle.
+func onePerBundle(list []*Victim) []*Victim {
 	seen := map[string]bool{}
-	for _, v := range p.cands {
-		switch {
-		case count[v.BundleID] == 1:
-			first, second = append(first, v), append(second, v)
-		case !seen[v.BundleID]:
-			seen[v.BundleID] = true
-			first = append(first, v)
-		default:
-			second = append(second, v)
-		}
-	}
-	if len(seen) == 0 {
-		return [][]*Victim{first}
-	}
-	return [][]*Victim{first, second}
+	return slices.DeleteFunc(slices.Clone(list), func(v *Victim) bool {
+		dup := seen[v.BundleID]
+		seen[v.BundleID] = true
+		return dup
+	})
 }
 
 // poolCapped reports whether the target pool has aggregate caps: then any
@@ -181,11 +172,11 @@ func (p *preemption) victimOf(id string, slot int) *Victim {
 			continue
 		}
 		v.Jobs = append(v.Jobs, j.Name)
-		v.keys = append(v.keys, ledger.Key{Bundle: id, Replica: slot, Job: j.Name})
-		v.nodes = append(v.nodes, j.NodeID)
-		v.pools = append(v.pools, n.node.Pool)
+		v.held = append(v.held, ledger.Reservation{
+			Key: ledger.Key{Bundle: id, Replica: slot, Job: j.Name}, Node: j.NodeID, Pool: n.node.Pool, Grant: j.Grant,
+		})
 	}
-	if len(v.keys) == 0 {
+	if len(v.held) == 0 {
 		return nil
 	}
 	return v
