@@ -15,7 +15,7 @@ func TestDevClusterThreeServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	t.Cleanup(func() { shutdownDev(t, d) })
 	c, err := api.New(d.HTTPAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func TestDevClusterPlacesAndDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	t.Cleanup(func() { shutdownDev(t, d) })
 	c, _ := api.New(d.HTTPAddr())
 	ctx := ctxTimeout(t, 60*time.Second)
 	waitReadyNodes(t, c, 6)
@@ -135,7 +135,7 @@ func TestDevClusterNodeServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	t.Cleanup(func() { shutdownDev(t, d) })
 	c, _ := api.New(d.HTTPAddr())
 	ctx := ctxTimeout(t, 60*time.Second)
 	waitReadyNodes(t, c, 6)

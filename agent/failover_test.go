@@ -68,7 +68,7 @@ func TestWorkerKillPromotesBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+	t.Cleanup(func() { shutdownDev(t, d) })
 	check := watchOvercommit(t, d.Servers[0].fsm)
 	c, _ := api.New(d.HTTPAddr())
 	ctx := ctxTimeout(t, 90*time.Second)

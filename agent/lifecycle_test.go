@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func startDev(t *testing.T, servers, workers int, mutate func(*DevConfig)) (*Dev
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+	t.Cleanup(func() { shutdownDev(t, d) })
 	c, _ := api.New(d.HTTPAddr())
 	waitReadyNodes(t, c, workers)
 	return d, c
@@ -145,5 +146,15 @@ func TestDeleteTimeoutReleasesSilentNode(t *testing.T) {
 	n, _, _ := c.Node(ctx, "worker-1", nil)
 	if n.Reserved.Capacity != 0 {
 		t.Fatalf("reservation survived the timeout: %+v", n.Reserved)
+	}
+}
+
+// shutdownDev stops a dev cluster within a bound, so a shutdown that hangs
+// fails its test instead of stalling the whole package.
+func shutdownDev(t *testing.T, d *DevCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("dev cluster shutdown did not finish in 30s: %v", err)
 	}
 }

@@ -41,7 +41,7 @@ func printRow(name string, d []time.Duration, aim string) {
 
 func measureWorkerKill(t *testing.T) time.Duration {
 	d, c := startDev(t, 1, 4, nil)
-	defer func() { _ = d.Shutdown(context.Background()) }()
+	defer shutdownDev(t, d)
 	ctx := ctxTimeout(t, 60*time.Second)
 	spec := oneJob("m", 1)
 	spec.Resilience = &api.Resilience{SameNode: api.Forbid}
@@ -65,7 +65,7 @@ func measureWorkerKill(t *testing.T) time.Duration {
 
 func measureLeaderKill(t *testing.T) time.Duration {
 	d, _ := startDev(t, 3, 0, nil)
-	defer func() { _ = d.Shutdown(context.Background()) }()
+	defer shutdownDev(t, d)
 	leader := devLeader(t, d, nil)
 	var survivor *Server
 	for _, s := range d.Servers {
