@@ -16,20 +16,21 @@ func (s *Server) bootstrapSingle() {
 	servers := []raft.Server{{ID: raft.ServerID(s.cfg.NodeID), Address: s.transport.LocalAddr(), Suffrage: raft.Voter}}
 	if len(s.cfg.Peers) > 0 {
 		servers = servers[:0]
-		for _, id := range sortedIDs(s.cfg.Peers) {
+		for _, id := range sortedKeys(s.cfg.Peers) {
 			servers = append(servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(s.cfg.Peers[id]), Suffrage: raft.Voter})
 		}
 	}
 	s.bootstrap(servers)
 }
 
-func sortedIDs(m map[string]string) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
+// sortedKeys returns a map's keys in order, for deterministic iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	slices.Sort(ids)
-	return ids
+	slices.Sort(keys)
+	return keys
 }
 
 // maybeBootstrap implements --bootstrap-expect: once gossip shows the

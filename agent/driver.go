@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"sort"
 	"sync"
 
 	"github.com/amserver/amserver/api"
@@ -61,12 +60,7 @@ func (d *NoneDriver) Stop(id string) error {
 func (d *NoneDriver) Running() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.tasks))
-	for id := range d.tasks {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeys(d.tasks)
 }
 
 // StopAll implements Driver.

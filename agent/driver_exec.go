@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,12 +116,7 @@ func (d *ExecDriver) Stop(id string) error {
 func (d *ExecDriver) Running() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.tasks))
-	for id := range d.tasks {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeys(d.tasks)
 }
 
 // StopAll implements Driver.
@@ -236,12 +230,7 @@ func taskEnv(a api.Assignment, stateFile string) []string {
 	if len(a.GPUs) > 0 {
 		env = append(env, "AMSERVER_GPUS="+joinInts(a.GPUs))
 	}
-	keys := make([]string, 0, len(a.Launch.Env))
-	for k := range a.Launch.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range sortedKeys(a.Launch.Env) {
 		env = append(env, k+"="+a.Launch.Env[k])
 	}
 	return env

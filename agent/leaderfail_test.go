@@ -26,6 +26,16 @@ func devLeader(t *testing.T, d *DevCluster, skip *Server) *Server {
 	return leader
 }
 
+// otherServer returns a server of the cluster that is not s.
+func otherServer(d *DevCluster, s *Server) *Server {
+	for _, x := range d.Servers {
+		if x != s {
+			return x
+		}
+	}
+	return nil
+}
+
 // TestLeaderFailoverDuringPlacementBurst: the leader is killed while bundles
 // are being created and placed. Afterwards every acknowledged bundle is
 // placed exactly once, reservations match placements one to one, and no
@@ -33,13 +43,7 @@ func devLeader(t *testing.T, d *DevCluster, skip *Server) *Server {
 func TestLeaderFailoverDuringPlacementBurst(t *testing.T) {
 	d, _ := startDev(t, 3, 6, nil)
 	leader := devLeader(t, d, nil)
-	var survivor *Server
-	for _, s := range d.Servers {
-		if s != leader {
-			survivor = s
-		}
-	}
-	c, _ := api.New(survivor.HTTPAddr())
+	c, _ := api.New(otherServer(d, leader).HTTPAddr())
 	ctx := ctxTimeout(t, 120*time.Second)
 	const n = 120
 	var wg sync.WaitGroup

@@ -67,13 +67,7 @@ func measureLeaderKill(t *testing.T) time.Duration {
 	d, _ := startDev(t, 3, 0, nil)
 	defer shutdownDev(t, d)
 	leader := devLeader(t, d, nil)
-	var survivor *Server
-	for _, s := range d.Servers {
-		if s != leader {
-			survivor = s
-		}
-	}
-	c, _ := api.New(survivor.HTTPAddr())
+	c, _ := api.New(otherServer(d, leader).HTTPAddr())
 	start := time.Now()
 	_ = leader.Kill()
 	for i := 0; ; i++ {

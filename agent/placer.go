@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
@@ -109,16 +108,7 @@ func placementQueue(st *fsm.State) []*fsm.Bundle {
 		}
 		out = append(out, b)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if ba, bb := fsm.Band(a.Spec.Priority), fsm.Band(b.Spec.Priority); ba != bb {
-			return ba < bb
-		}
-		if a.SubmitTime != b.SubmitTime {
-			return a.SubmitTime < b.SubmitTime
-		}
-		return a.ID() < b.ID()
-	})
+	sortByBand(out)
 	return out
 }
 
