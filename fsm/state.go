@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"strings"
-
 	"github.com/hashicorp/go-memdb"
 
 	"github.com/amserver/amserver/ledger"
@@ -189,17 +187,4 @@ func (s *State) meta() metaRow {
 		return *row
 	}
 	return metaRow{Key: metaKey}
-}
-
-// SplitAssignmentID parses "bundle:slot:job@node"; ok is false for other forms.
-func SplitAssignmentID(id string) (bundle, job, node string, ok bool) {
-	at := strings.LastIndexByte(id, '@')
-	if at < 0 {
-		return "", "", "", false
-	}
-	parts := strings.Split(id[:at], ":")
-	if len(parts) != 3 {
-		return "", "", "", false
-	}
-	return parts[0], parts[2], id[at+1:], true
 }
