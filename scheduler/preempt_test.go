@@ -222,7 +222,9 @@ func checkPreemptPart(t *testing.T, st *fsm.State, part fsm.PlanPart, tc preempt
 	for i, u := range part.Updates[:last] {
 		vb := st.Bundle(u.BundleID)
 		slot := 0
-		fmt.Sscanf(tc.victims[i][strings.IndexByte(tc.victims[i], '/')+1:], "%d", &slot)
+		if _, err := fmt.Sscanf(tc.victims[i][strings.IndexByte(tc.victims[i], '/')+1:], "%d", &slot); err != nil {
+			t.Fatalf("bad victim %q in the table: %v", tc.victims[i], err)
+		}
 		want := []string{}
 		for _, r := range vb.Replicas {
 			for _, j := range r.Jobs {
