@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -117,27 +118,11 @@ func printPlan(cmd *cobra.Command, plan *api.PlanResponse) error {
 
 func newBundleListCmd(a *app) *cobra.Command {
 	var f api.BundleFilter
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List bundles",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			bundles, _, err := c.Bundles(ctx, f, a.query())
-			if err != nil {
-				return about(err, "bundles", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), nonNil(bundles))
-			}
-			return printBundleList(cmd.OutOrStdout(), bundles)
-		},
-	}
+	cmd := newListCmd(a, "List bundles", "bundles",
+		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Bundle, error) {
+			bundles, _, err := c.Bundles(ctx, f, q)
+			return bundles, err
+		}, printBundleList)
 	cmd.Flags().StringVar(&f.Pool, "pool", "", "only bundles of this pool")
 	cmd.Flags().StringVar(&f.State, "state", "", "only bundles in this state (pending, placed, degraded, ...)")
 	return cmd

@@ -30,27 +30,11 @@ func newNodeCmd(a *app) *cobra.Command {
 
 func newNodeListCmd(a *app) *cobra.Command {
 	var f api.NodeFilter
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List nodes",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			nodes, _, err := c.Nodes(ctx, f, a.query())
-			if err != nil {
-				return about(err, "nodes", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), nonNil(nodes))
-			}
-			return printNodeList(cmd.OutOrStdout(), nodes, time.Now())
-		},
-	}
+	cmd := newListCmd(a, "List nodes", "nodes",
+		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Node, error) {
+			nodes, _, err := c.Nodes(ctx, f, q)
+			return nodes, err
+		}, func(w io.Writer, nodes []api.Node) error { return printNodeList(w, nodes, time.Now()) })
 	cmd.Flags().StringVar(&f.Pool, "pool", "", "only nodes of this pool")
 	cmd.Flags().StringVar(&f.Status, "status", "", "only nodes with this status (ready, suspect, down, left)")
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,27 +21,11 @@ func newPoolCmd(a *app) *cobra.Command {
 }
 
 func newPoolListCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List pools with their usage against their caps",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			pools, _, err := c.Pools(ctx, a.query())
-			if err != nil {
-				return about(err, "pools", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), nonNil(pools))
-			}
-			return printPoolList(cmd.OutOrStdout(), pools)
-		},
-	}
+	return newListCmd(a, "List pools with their usage against their caps", "pools",
+		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Pool, error) {
+			pools, _, err := c.Pools(ctx, q)
+			return pools, err
+		}, printPoolList)
 }
 
 func printPoolList(w io.Writer, pools []api.Pool) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -20,27 +21,11 @@ func newServiceCmd(a *app) *cobra.Command {
 }
 
 func newServiceListCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List node services",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			services, _, err := c.Services(ctx, a.query())
-			if err != nil {
-				return about(err, "services", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), nonNil(services))
-			}
-			return printServiceList(cmd.OutOrStdout(), services)
-		},
-	}
+	return newListCmd(a, "List node services", "services",
+		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.NodeService, error) {
+			services, _, err := c.Services(ctx, q)
+			return services, err
+		}, printServiceList)
 }
 
 func printServiceList(w io.Writer, services []api.NodeService) error {
