@@ -103,8 +103,10 @@ func TestDeletionSaga(t *testing.T) {
 	if len(st.Reservations()) != 1 {
 		t.Fatal("reservations must be held until the jobs are confirmed stopped")
 	}
-	if res := h.apply(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 1, "n1")}}); res.Err != nil {
-		t.Fatal(res.Err)
+	move := h.placeAll("b1", 0, "n1")
+	move.Updates[0].Release = []SlotJob{{Slot: 0, Job: "enc"}}
+	if pr := h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{move}}).Value.(*PlanResult); len(pr.Rejected) != 1 {
+		t.Fatalf("a deleting bundle must not be re-placed: %+v", pr)
 	}
 	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: asg[0].ID, Status: JobStopped})
 	if n := len(h.fsm.State().NodeAssignments("n1")); n != 0 {
