@@ -158,3 +158,17 @@ func shutdownDev(t *testing.T, d *DevCluster) {
 		t.Errorf("dev cluster shutdown did not finish in 30s: %v", err)
 	}
 }
+
+// TestWorkerReregistersAfterDeregistration: a worker whose node record
+// disappears (forced deregistration, a restore) registers itself again.
+func TestWorkerReregistersAfterDeregistration(t *testing.T) {
+	_, c := startDev(t, 1, 1, nil)
+	ctx := ctxTimeout(t, 60*time.Second)
+	if err := c.DeregisterNode(ctx, "worker-1", true); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 45*time.Second, "worker registered again", func() bool {
+		n, _, err := c.Node(ctx, "worker-1", nil)
+		return err == nil && n.Status == api.NodeReady
+	})
+}

@@ -30,6 +30,9 @@ func (w *Worker) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			if api.IsCode(err, api.CodeNotFound) {
+				registered = false // deregistered, or a restore dropped the node: register again
+			}
 			w.logger.Debug("worker loop retrying", "err", err)
 			w.rotate()
 			backoff.wait(ctx)
