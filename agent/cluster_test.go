@@ -124,6 +124,17 @@ func (c *testCluster) isolate(s *Server) {
 	}
 }
 
+// heal reconnects a server isolated with isolate.
+func (c *testCluster) heal(s *Server) {
+	idx := c.index(s)
+	for i, tr := range c.transports {
+		if i != idx {
+			tr.Connect(c.transports[idx].LocalAddr(), c.transports[idx])
+			c.transports[idx].Connect(tr.LocalAddr(), tr)
+		}
+	}
+}
+
 func (c *testCluster) index(s *Server) int {
 	for i, x := range c.servers {
 		if x == s {

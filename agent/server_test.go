@@ -148,3 +148,40 @@ func TestSnapshotSaveRestore(t *testing.T) {
 		t.Fatal("restoring garbage must fail")
 	}
 }
+
+// TestLaggingFollowerInstallsSnapshot: a follower cut off while the leader
+// snapshots and truncates its log catches up through InstallSnapshot, which
+// runs FSM.Restore on a non-empty state.
+func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	lagging := c.followers(leader)[0]
+	ctx := ctxTimeout(t, 60*time.Second)
+	lc := client(t, leader)
+	if _, err := lc.PutPool(ctx, testPool("early")); err != nil {
+		t.Fatal(err)
+	}
+	c.isolate(lagging)
+	for i := range 100 {
+		if _, err := lc.PutPool(ctx, testPool(fmt.Sprintf("late-%03d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := leader.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	c.heal(lagging)
+	deadline := time.Now().Add(30 * time.Second)
+	for lagging.fsm.State().Pool("late-099") == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("lagging follower never caught up")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if leader.fsm.State().Index() != lagging.fsm.State().Index() {
+		t.Fatalf("indexes differ after catch-up: leader %d follower %d", leader.fsm.State().Index(), lagging.fsm.State().Index())
+	}
+	if got := lagging.raft.Stats()["last_snapshot_index"]; got == "0" {
+		t.Fatal("the follower caught up without installing a snapshot")
+	}
+}
