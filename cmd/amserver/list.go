@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -34,6 +35,32 @@ func newListCmd[T any](a *app, short, what string,
 				return printJSON(cmd.OutOrStdout(), nonNil(items))
 			}
 			return table(cmd.OutOrStdout(), items)
+		},
+	}
+}
+
+// newRemoveCmd builds a command that removes one thing by id and says so.
+// done is a format with one %q for the id.
+func newRemoveCmd(a *app, use, short, what, done string,
+	remove func(c *api.Client, ctx context.Context, id string) error,
+) *cobra.Command {
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, cancel, err := a.connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			if err := remove(c, ctx, args[0]); err != nil {
+				return about(err, what, args[0])
+			}
+			if !a.json {
+				fmt.Fprintf(cmd.OutOrStdout(), done+"\n", args[0])
+			}
+			return nil
 		},
 	}
 }

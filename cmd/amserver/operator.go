@@ -65,25 +65,8 @@ func printRaft(w io.Writer, rc *api.RaftConfiguration) error {
 }
 
 func newRaftRemovePeerCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove-peer ID",
-		Short: "Remove a server from the Raft configuration",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := c.RemovePeer(ctx, args[0]); err != nil {
-				return about(err, "raft peer", args[0])
-			}
-			if !a.json {
-				fmt.Fprintf(cmd.OutOrStdout(), "server %q removed from the Raft configuration\n", args[0])
-			}
-			return nil
-		},
-	}
+	return newRemoveCmd(a, "remove-peer ID", "Remove a server from the Raft configuration", "raft peer",
+		"server %q removed from the Raft configuration", (*api.Client).RemovePeer)
 }
 
 func newRaftTransferCmd(a *app) *cobra.Command {

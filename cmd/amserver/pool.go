@@ -88,23 +88,6 @@ func newPoolApplyCmd(a *app) *cobra.Command {
 }
 
 func newPoolDeleteCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a pool that no node, bundle or service uses",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := c.DeletePool(ctx, args[0]); err != nil {
-				return about(err, "pool", args[0])
-			}
-			if !a.json {
-				fmt.Fprintf(cmd.OutOrStdout(), "pool %q deleted\n", args[0])
-			}
-			return nil
-		},
-	}
+	return newRemoveCmd(a, "delete NAME", "Delete a pool that no node, bundle or service uses", "pool", "pool %q deleted",
+		(*api.Client).DeletePool)
 }

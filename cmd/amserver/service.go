@@ -79,23 +79,6 @@ func newServiceApplyCmd(a *app) *cobra.Command {
 }
 
 func newServiceDeleteCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete a node service and stop it everywhere",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := c.DeleteService(ctx, args[0]); err != nil {
-				return about(err, "service", args[0])
-			}
-			if !a.json {
-				fmt.Fprintf(cmd.OutOrStdout(), "service %q deleted\n", args[0])
-			}
-			return nil
-		},
-	}
+	return newRemoveCmd(a, "delete ID", "Delete a node service and stop it everywhere", "service", "service %q deleted",
+		(*api.Client).DeleteService)
 }
