@@ -120,3 +120,13 @@ func (c *Client) Events(ctx context.Context, fromIndex uint64, fn func(Event) er
 	}
 	return ctx.Err()
 }
+
+// StateDigest returns the answering server's digest of its local state; it
+// is never forwarded, so ask every server to compare them.
+func (c *Client) StateDigest(ctx context.Context) (*StateDigest, error) {
+	var out StateDigest
+	if _, err := c.query(ctx, "/v1/operator/digest", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -123,3 +123,13 @@ type RaftConfiguration struct {
 type TransferLeadershipRequest struct {
 	ID string `json:"id,omitempty"`
 }
+
+// StateDigest is one server's own view of its replicated state, never
+// forwarded: GET /v1/operator/digest. Two servers at the same Index must
+// report the same Digest; the fault suite checks that after every heal.
+type StateDigest struct {
+	ServerID     string `json:"serverId"`
+	Index        uint64 `json:"index"`        // last change index of the local state
+	AppliedIndex uint64 `json:"appliedIndex"` // last Raft entry applied locally
+	Digest       string `json:"digest"`       // SHA-256 over every table's rows, hex
+}
