@@ -185,3 +185,53 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 		t.Fatal("the follower caught up without installing a snapshot")
 	}
 }
+
+// TestStateDigestAgreesAcrossServers: every server answers its own digest;
+// once all have applied the same writes the digests match, and a further
+// write changes it.
+func TestStateDigestAgreesAcrossServers(t *testing.T) {
+	c := newTestCluster(t, 3)
+	leader := c.leader()
+	ctx := ctxTimeout(t, 20*time.Second)
+	digests := func() map[string]*api.StateDigest {
+		out := map[string]*api.StateDigest{}
+		for _, s := range c.servers {
+			d, err := client(t, s).StateDigest(ctx)
+			if err != nil {
+				t.Fatalf("digest of %s: %v", s.cfg.NodeID, err)
+			}
+			if d.ServerID != s.cfg.NodeID {
+				t.Fatalf("asked %s, answered by %s: the digest must never be forwarded", s.cfg.NodeID, d.ServerID)
+			}
+			out[s.cfg.NodeID] = d
+		}
+		return out
+	}
+	converged := func() string {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			ds := digests()
+			first := ds[leader.cfg.NodeID]
+			same := true
+			for _, d := range ds {
+				same = same && d.Index == first.Index && d.Digest == first.Digest
+			}
+			if same {
+				return first.Digest
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("digests never agreed: %+v", digests())
+		return ""
+	}
+	if _, err := client(t, leader).PutPool(ctx, testPool("a")); err != nil {
+		t.Fatal(err)
+	}
+	before := converged()
+	if _, err := client(t, leader).PutPool(ctx, testPool("b")); err != nil {
+		t.Fatal(err)
+	}
+	if after := converged(); after == before {
+		t.Fatal("a write did not change the digest")
+	}
+}

@@ -2,8 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 
 	"github.com/hashicorp/raft"
@@ -63,25 +61,11 @@ func (h *harness) ok(typ MessageType, body any) *Result {
 // identical state.
 func stateHash(t testingT, f *FSM) string {
 	t.Helper()
-	var buf bytes.Buffer
-	st := f.State()
-	for _, table := range Tables {
-		it, err := st.txn.Get(table, "id")
-		if err != nil {
-			t.Fatalf("iterate %s: %v", table, err)
-		}
-		buf.WriteString(table)
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			b, err := json.Marshal(raw)
-			if err != nil {
-				t.Fatalf("marshal %s row: %v", table, err)
-			}
-			buf.Write(b)
-			buf.WriteByte('\n')
-		}
+	d, err := f.State().Digest()
+	if err != nil {
+		t.Fatalf("digest: %v", err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	return hex.EncodeToString(sum[:])
+	return d
 }
 
 func testNode(id, pool, az, cloud string, capacity int64, cores int) Node {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -62,6 +63,24 @@ func (s *Server) getRaft(c echo.Context) error {
 	l, ok := s.b.Leader()
 	setIndex(c, s.b.State().Index())
 	return c.JSON(http.StatusOK, raftToAPI(s.b.ServerID(), info, l, ok))
+}
+
+// getDigest answers with this server's digest of its own state, so that a
+// checker can ask every server and compare (never forwarded).
+func (s *Server) getDigest(c echo.Context) error {
+	st := s.b.State()
+	digest, err := st.Digest()
+	if err != nil {
+		return fmt.Errorf("state digest: %w", err)
+	}
+	info, err := s.b.RaftInfo(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	setIndex(c, st.Index())
+	return c.JSON(http.StatusOK, api.StateDigest{
+		ServerID: s.b.ServerID(), Index: st.Index(), AppliedIndex: info.AppliedIndex, Digest: digest,
+	})
 }
 
 // transferLeadership takes an optional {"id"}; an empty body lets Raft pick.

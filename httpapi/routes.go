@@ -17,6 +17,7 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	e.GET("/v1/status/peers", s.getPeers)
 	e.GET("/v1/health", s.getHealth)
 	e.GET("/v1/members", s.getMembers)
+	e.GET("/v1/operator/digest", s.getDigest)
 
 	e.GET("/v1/pools", s.listPools, read)
 	e.GET("/v1/pools/:name", s.getPool, read)
