@@ -14,6 +14,7 @@ import (
 
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/internal/plant"
 )
 
 // defaultApplyTimeout bounds an apply whose context has no deadline.
@@ -86,6 +87,9 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
+	if plant.Active(plant.EarlyAck) {
+		return s.ackEarly(data, timeout), nil
+	}
 	f := s.raft.Apply(data, timeout)
 	if err := f.Error(); err != nil {
 		return nil, classifyApplyError(err)
@@ -95,6 +99,14 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 		return nil, fmt.Errorf("apply %s: unexpected response %T", typ, f.Response())
 	}
 	return res, nil
+}
+
+// ackEarly is the planted EarlyAck bug: it answers with what the command
+// would do to the local state now and lets Raft commit it, or not, later.
+func (s *Store) ackEarly(data []byte, timeout time.Duration) *fsm.Result {
+	res := s.fsm.Preview(s.raft.LastIndex()+1, data)
+	go func() { _ = s.raft.Apply(data, timeout).Error() }()
+	return res
 }
 
 // classifyApplyError separates errors where the entry was never queued
@@ -115,6 +127,9 @@ func classifyApplyError(err error) error {
 // FSM has applied everything in its log at the time of the request, which
 // includes every acknowledged write. Consistent mode appends a barrier entry.
 func (s *Store) ReadBarrier(ctx context.Context, mode httpapi.ReadMode) error {
+	if plant.Active(plant.StaleRead) {
+		return nil // the planted bug: any server answers from what it has
+	}
 	if !s.IsLeader() {
 		return httpapi.ErrNotLeader
 	}
