@@ -3,6 +3,7 @@ module github.com/amserver/amserver
 go 1.26
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/google/cel-go v0.31.0
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-memdb v1.3.5
@@ -21,7 +22,6 @@ require (
 
 require (
 	cel.dev/expr v0.25.1 // indirect
-	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/boltdb/bolt v1.3.1 // indirect
