@@ -60,6 +60,9 @@ type Config struct {
 
 	// Transport replaces the TCP transport (tests use raft's in-memory one).
 	Transport raft.Transport
+	// MemStores, when DataDir is empty, are in-memory Raft stores that
+	// outlive the server, so an in-process crash can restart from them.
+	MemStores *MemStores
 	// NoGossip runs without gossip: tests that only exercise Raft.
 	NoGossip bool
 	// PeerHTTP maps server ids to HTTP addresses where gossip cannot (NoGossip).
@@ -101,6 +104,17 @@ func (c *Config) setDefaults() error {
 		c.TrailingLogs = 10240
 	}
 	return nil
+}
+
+// MemStores are Raft's log, stable and snapshot stores kept in memory.
+type MemStores struct {
+	Logs      *raft.InmemStore
+	Snapshots *raft.InmemSnapshotStore
+}
+
+// NewMemStores returns empty in-memory stores.
+func NewMemStores() *MemStores {
+	return &MemStores{Logs: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore()}
 }
 
 // Clock is where the leader reads time; tests inject offsets through it.

@@ -44,8 +44,11 @@ type raftStores struct {
 
 func openStores(c *Config) (*raftStores, error) {
 	if c.DataDir == "" {
-		mem := raft.NewInmemStore()
-		return &raftStores{logs: mem, stable: mem, snaps: raft.NewInmemSnapshotStore(), close: func() error { return nil }}, nil
+		mem := c.MemStores
+		if mem == nil {
+			mem = NewMemStores()
+		}
+		return &raftStores{logs: mem.Logs, stable: mem.Logs, snaps: mem.Snapshots, close: func() error { return nil }}, nil
 	}
 	dir := filepath.Join(c.DataDir, "raft")
 	if err := os.MkdirAll(dir, 0o750); err != nil {

@@ -1,0 +1,225 @@
+// Package sim is amserver's in-process randomized fault simulation: real
+// servers and workers on raft's in-memory transport and an in-memory gossip
+// network, faults drawn from a seed, and the fault suite's checkers. It is
+// fast enough to run a thousand schedules in CI; a failure names its seed.
+//
+// A seed fixes the cluster size, the fault schedule and every client's
+// choice of operations. It does not fix goroutine interleavings or timer
+// firings, so a replay explores the same schedule, not the same execution.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/e2e/check"
+	"github.com/amserver/amserver/e2e/workload"
+)
+
+// Options shape one simulated run.
+type Options struct {
+	Seed int64
+	// Servers is 3 or 5; zero draws it from the seed (mostly 3).
+	Servers int
+	Workers int // default 3
+	// Duration is how long clients run; faults happen inside it.
+	Duration time.Duration
+	// Faults limits the kinds drawn from (default: all that fit the size).
+	Faults []string
+	// TimeoutScale multiplies Raft's LAN timeouts (default 0.2: 100 ms).
+	TimeoutScale float64
+	Logger       *slog.Logger
+}
+
+// Outcome is one seed's verdict with what is needed to understand it.
+type Outcome struct {
+	Report  check.Report
+	Faults  []string
+	History *workload.History
+	Viz     []byte // porcupine's visualization when linearizability failed
+}
+
+func (o *Options) defaults(rng *rand.Rand) {
+	if o.Servers == 0 {
+		o.Servers = 3
+		if rng.IntN(4) == 0 {
+			o.Servers = 5
+		}
+	}
+	if o.Workers == 0 {
+		o.Workers = 3
+	}
+	if o.Duration == 0 {
+		o.Duration = 1500 * time.Millisecond
+	}
+	if o.TimeoutScale == 0 {
+		o.TimeoutScale = 0.2
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(o.Faults) == 0 {
+		o.Faults = Faults3
+		if o.Servers >= 5 {
+			o.Faults = Faults5
+		}
+	}
+}
+
+// Run simulates one seed: bring up, load, faults, heal, check.
+func Run(ctx context.Context, o Options) (*Outcome, error) {
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xa5e5))
+	o.defaults(rng)
+	c, err := newCluster(o.Logger, o.Servers, o.Workers, o.TimeoutScale)
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	if err := c.up(ctx); err != nil {
+		return nil, err
+	}
+	wcfg := workload.Config{
+		Servers: c.clientAddrs(), Clients: o.Servers + 1, Keys: 2, Pool: Pool, Seed: o.Seed,
+		OpTimeout: time.Second, Think: 5 * time.Millisecond, CreateCapacity: 0.05,
+		MaxCreates: 30, Backup: true, SampleEvery: 100 * time.Millisecond,
+	}
+	setupCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := workload.Setup(setupCtx, wcfg); err != nil {
+		return nil, fmt.Errorf("seed %d: workload setup: %w", o.Seed, err)
+	}
+	out := &Outcome{History: workload.NewHistory()}
+	started := time.Now()
+	out.Faults = c.runFaults(ctx, o, rng, wcfg, out.History)
+	if err := c.healAll(ctx); err != nil {
+		return nil, fmt.Errorf("seed %d: heal: %w", o.Seed, err)
+	}
+	c.check(ctx, o, out, started)
+	return out, nil
+}
+
+// up starts the servers, waits for a leader, then starts the workers.
+func (c *cluster) up(ctx context.Context) error {
+	for _, s := range c.servers {
+		if err := c.startServer(ctx, s); err != nil {
+			return err
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := c.waitLeader(wctx); err != nil {
+		return err
+	}
+	for _, w := range c.workers {
+		if err := c.startWorker(ctx, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runFaults runs the clients and the sampler for the whole duration while
+// one or two fault windows open and close inside it.
+func (c *cluster) runFaults(ctx context.Context, o Options, rng *rand.Rand, wcfg workload.Config, h *workload.History) []string {
+	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = workload.Run(runCtx, wcfg, h) }()
+	go func() { defer wg.Done(); workload.RunSampler(runCtx, wcfg, h) }()
+	var faults []string
+	windows := 1 + rng.IntN(2)
+	slot := o.Duration / time.Duration(windows)
+	for w := range windows {
+		kind := o.Faults[rng.IntN(len(o.Faults))]
+		begin := time.Duration(float64(slot) * (0.1 + 0.3*rng.Float64()))
+		hold := time.Duration(float64(slot) * (0.3 + 0.3*rng.Float64()))
+		if !sleepCtx(runCtx, begin) {
+			break
+		}
+		desc, heal := c.inject(ctx, kind, rng)
+		faults = append(faults, fmt.Sprintf("%s@%dms+%dms", desc, (time.Duration(w)*slot+begin).Milliseconds(), hold.Milliseconds()))
+		sleepCtx(runCtx, hold)
+		if err := heal(ctx); err != nil {
+			faults = append(faults, "heal failed: "+err.Error())
+		}
+		sleepCtx(runCtx, slot-begin-hold)
+	}
+	wg.Wait()
+	return faults
+}
+
+// check runs every checker over the history and the healed cluster.
+func (c *cluster) check(ctx context.Context, o Options, out *Outcome, started time.Time) {
+	ops := out.History.Ops()
+	r := &out.Report
+	r.Name, r.Seed, r.Ops, r.Samples = "sim", o.Seed, len(ops), len(out.History.Samples())
+	for _, op := range ops {
+		if op.Outcome == workload.Unknown {
+			r.Unknown++
+		}
+	}
+	lin, viz := check.Linearizable(ops, 10*time.Second)
+	r.Add(lin)
+	out.Viz = viz
+	r.Add(check.MonotonicIndex(ops))
+	r.Add(check.Placement(out.History.Samples()))
+	r.Add(check.Converge(ctx, c.clientAddrs(), 15*time.Second))
+	r.Add(check.UniqueCreates(ops, c.finalBundles(ctx)))
+	r.Duration = time.Since(started).Round(time.Millisecond).String()
+}
+
+// finalBundles reads every bundle linearizably from whichever server
+// answers; nil when none does (UniqueCreates then reports the loss).
+func (c *cluster) finalBundles(ctx context.Context) []api.Bundle {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		for _, addr := range c.clientAddrs() {
+			cl, err := api.New(addr, api.WithMaxRetries(0))
+			if err != nil {
+				continue
+			}
+			if bs, _, err := cl.Bundles(ctx, api.BundleFilter{}, nil); err == nil {
+				return bs
+			}
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Summary is one line naming the seed, its faults and its verdict.
+func (o *Outcome) Summary() string {
+	verdict := "ok"
+	if !o.Report.OK {
+		var failed []string
+		for _, res := range o.Report.Results {
+			if !res.OK {
+				failed = append(failed, fmt.Sprintf("%s: %s", res.Name, strings.Join(res.Violations, "; ")))
+			}
+		}
+		verdict = "FAIL " + strings.Join(failed, " | ")
+	}
+	return fmt.Sprintf("seed %d faults [%s]: %s", o.Report.Seed, strings.Join(o.Faults, ", "), verdict)
+}
