@@ -179,8 +179,7 @@ func (c *cluster) startWorker(ctx context.Context, w *worker) error {
 	}
 	wc := agent.WorkerConfig{
 		NodeID: w.id, AZ: w.az, Cloud: w.cloud,
-		Inventory: api.NodeSpec{Pool: Pool, TotalCapacity: 4, TotalCores: 4,
-			Labels: map[string]string{"az": w.az, "cloud": w.cloud}},
+		Inventory: c.nodeSpec(w, workerCapacity),
 		Servers: httpAddrs, Join: c.serverGossipAddrs(), Gossip: c.gossipConfig(w.gossipAddr),
 		Logger: c.logger, PollWait: 2 * time.Second,
 	}

@@ -21,7 +21,7 @@ const (
 
 // Faults3 and Faults5 are the kinds that make sense for each cluster size.
 var (
-	Faults3 = []string{FaultPartition, FaultIsolate, FaultOneWay, FaultCrash, FaultCrashLeader, FaultPause, FaultWorkerKill}
+	Faults3 = []string{FaultPartition, FaultIsolate, FaultOneWay, FaultCrash, FaultCrashLeader, FaultPause, FaultWorkerKill, FaultSqueeze}
 	Faults5 = append(append([]string{}, Faults3...), FaultRing, FaultBridge)
 )
 
@@ -62,6 +62,9 @@ func (c *cluster) inject(ctx context.Context, kind string, rng *rand.Rand) (stri
 		w := c.workers[rng.IntN(len(c.workers))]
 		c.killWorker(w)
 		return fmt.Sprintf("%s %s", kind, w.id), func(ctx context.Context) error { return c.startWorker(ctx, w) }
+	case FaultSqueeze:
+		w := c.workers[rng.IntN(len(c.workers))]
+		return fmt.Sprintf("%s %s", kind, w.id), c.squeeze(ctx, w, rng)
 	case FaultRing:
 		return kind, c.ring()
 	case FaultBridge:

@@ -62,7 +62,8 @@ func runSeeds(t *testing.T, first, n, par int, opts Options) []*Outcome {
 
 // TestSimulation runs many short seeded fault schedules; every one must pass
 // every checker. AMSERVER_SIM_SEEDS, AMSERVER_SIM_FIRST and
-// AMSERVER_SIM_PARALLEL size the run; a failing seed replays with
+// AMSERVER_SIM_PARALLEL size the run, AMSERVER_SIM_FAULTS (a comma list)
+// narrows the fault kinds; a failing seed replays with
 // AMSERVER_SIM_FIRST=<seed> AMSERVER_SIM_SEEDS=1.
 func TestSimulation(t *testing.T) {
 	n, par := 16, 8
@@ -72,8 +73,12 @@ func TestSimulation(t *testing.T) {
 	n = envInt(t, "AMSERVER_SIM_SEEDS", n)
 	par = envInt(t, "AMSERVER_SIM_PARALLEL", par)
 	first := envInt(t, "AMSERVER_SIM_FIRST", 1)
+	var opts Options
+	if f := os.Getenv("AMSERVER_SIM_FAULTS"); f != "" {
+		opts.Faults = strings.Split(f, ",")
+	}
 	start := time.Now()
-	outcomes := runSeeds(t, first, n, par, Options{})
+	outcomes := runSeeds(t, first, n, par, opts)
 	elapsed := time.Since(start)
 	printSummary(t, outcomes, elapsed)
 	for _, o := range outcomes {
