@@ -180,7 +180,7 @@ func (c *cluster) startWorker(ctx context.Context, w *worker) error {
 	wc := agent.WorkerConfig{
 		NodeID: w.id, AZ: w.az, Cloud: w.cloud,
 		Inventory: c.nodeSpec(w, workerCapacity),
-		Servers: httpAddrs, Join: c.serverGossipAddrs(), Gossip: c.gossipConfig(w.gossipAddr),
+		Servers:   httpAddrs, Join: c.serverGossipAddrs(), Gossip: c.gossipConfig(w.gossipAddr),
 		Logger: c.logger, PollWait: 2 * time.Second,
 	}
 	wk, err := agent.NewWorker(wc)
