@@ -7,7 +7,7 @@ PKGS     ?= ./...
 # fail spuriously with "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image measure-failover bench-sched clean
+.PHONY: sim selftest all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image measure-failover bench-sched clean
 
 all: build
 
@@ -17,8 +17,9 @@ build:
 run: build
 	$(BIN) dev
 
-# The default suite: vet, race-enabled tests, and a short run of every fuzz target.
-test: vet race fuzz
+# The default suite: vet, race-enabled tests, the fault simulation and its
+# planted-bug self-test, and a short run of every fuzz target.
+test: vet race sim selftest fuzz
 
 unit:
 	$(GO) test -count=1 $(PKGS)
@@ -35,6 +36,17 @@ fmt:
 
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
+
+# The in-process fault simulation: SIM_SEEDS seeded fault schedules on
+# in-memory Raft and gossip, SIM_PARALLEL at a time, every checker on each.
+SIM_SEEDS    ?= 1000
+SIM_PARALLEL ?= 16
+sim:
+	AMSERVER_SIM_SEEDS=$(SIM_SEEDS) AMSERVER_SIM_PARALLEL=$(SIM_PARALLEL) $(GO) test -count=1 -timeout 30m -run TestSimulation -v ./e2e/sim
+
+# The suite's self-test: each planted bug (internal/plant) must be caught.
+selftest:
+	$(GO) test -tags plantbugs -count=1 -timeout 20m -run TestPlantedBugsAreCaught -v ./e2e/sim
 
 # Each fuzz target briefly; `make fuzz-long` for a real session.
 FUZZ_TARGETS = ./fsm:FuzzApply ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON
