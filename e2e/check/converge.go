@@ -40,18 +40,24 @@ func Converge(ctx context.Context, servers []string, within time.Duration) Resul
 	}
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
+	var last []string // what the last poll that ran to completion found off
 	for {
 		off, checked := convergeOnce(ctx, servers, cls)
-		c.checked = checked
 		if len(off) == 0 {
+			c.checked = checked
 			return c.result()
+		}
+		// A poll cut short by the deadline only says "deadline exceeded";
+		// the poll before it says what was really still off.
+		if ctx.Err() == nil || last == nil {
+			last, c.checked = off, checked
 		}
 		t := time.NewTimer(convergePoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			c.addf("not converged within %s", within)
-			for _, o := range off {
+			for _, o := range last {
 				c.addf("%s", o)
 			}
 			return c.result()
