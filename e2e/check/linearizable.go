@@ -3,6 +3,7 @@ package check
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -47,8 +48,8 @@ var checkOperations = porcupine.CheckOperationsVerbose
 // an unproven history is not a linearizable one.
 func Linearizable(ops []workload.Op, timeout time.Duration) (Result, []byte) {
 	c := newCollector("linearizable")
-	hist := registerOps(ops)
-	c.checked = len(hist)
+	hist, examined := registerOps(ops)
+	c.checked = examined
 	model := registerModel()
 	res, info := checkOperations(model, hist, timeout)
 	if res == porcupine.Ok {
@@ -71,31 +72,44 @@ func Linearizable(ops []workload.Op, timeout time.Duration) (Result, []byte) {
 }
 
 // registerOps turns the history's register operations into porcupine
-// operations. Failed reads, failed writes and failed cas constrain nothing
-// and are dropped. An unknown write or cas gets a return after every other
-// operation: it may take effect at any point after its call, or never
-// (linearized at the very end, where nothing observes it).
-func registerOps(ops []workload.Op) []porcupine.Operation {
+// operations, and counts the register operations it examined. Failed
+// reads, writes and cas constrain nothing and are dropped. An unknown
+// write or cas gets a return after every other operation: it may take
+// effect at any point after its call, or never (linearized at the very
+// end, where nothing observes it).
+//
+// An unknown write or cas whose value no read returned and no cas
+// expected is dropped too: appending it at the end extends any
+// linearization of the rest, and removing it from a linearization leaves
+// one (it is followed, until the next write, only by operations its value
+// cannot affect). This keeps the search small when faults leave many
+// writes in doubt.
+func registerOps(ops []workload.Op) ([]porcupine.Operation, int) {
 	end := int64(0)
 	procs := map[int]int{}
+	observed := map[int64]bool{}
 	for _, op := range ops {
 		end = max(end, op.Call, op.Return)
 		procs[op.Process] = 0
+		switch {
+		case op.Kind == workload.KindRead && op.Outcome == workload.OK:
+			observed[op.Value] = true
+		case op.Kind == workload.KindCAS:
+			observed[op.Expect] = true
+		}
 	}
 	// porcupine's visualization wants dense, zero-based client ids.
-	ids := slices.Sorted(func(yield func(int) bool) {
-		for p := range procs {
-			if !yield(p) {
-				return
-			}
-		}
-	})
-	for i, p := range ids {
+	for i, p := range slices.Sorted(maps.Keys(procs)) {
 		procs[p] = i
 	}
 	var out []porcupine.Operation
+	examined := 0
 	for _, op := range ops {
-		if !registerOp(op) {
+		if op.Kind != workload.KindRead && op.Kind != workload.KindWrite && op.Kind != workload.KindCAS {
+			continue
+		}
+		examined++
+		if !registerOp(op) || op.Outcome == workload.Unknown && !observed[op.Value] {
 			continue
 		}
 		ret := max(op.Return, op.Call)
@@ -109,10 +123,10 @@ func registerOps(ops []workload.Op) []porcupine.Operation {
 			Metadata: regMeta{ID: op.ID, Process: op.Process, Server: op.Server, Index: op.Index, Code: op.Code},
 		})
 	}
-	return out
+	return out, examined
 }
 
-// registerOp reports whether op goes to porcupine.
+// registerOp reports whether op can constrain the register.
 func registerOp(op workload.Op) bool {
 	switch op.Kind {
 	case workload.KindRead:

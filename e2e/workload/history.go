@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/amserver/amserver/api"
@@ -86,7 +87,10 @@ type Sample struct {
 
 // History records operations and samples; it is safe for concurrent use.
 type History struct {
-	start   time.Time // carries the monotonic clock reading
+	start time.Time // carries the monotonic clock reading
+	// seq numbers written values and created ids, so they stay unique even
+	// if several Runs share one history.
+	seq     atomic.Int64
 	mu      sync.Mutex
 	ops     []Op
 	samples []Sample

@@ -59,8 +59,6 @@ type client struct {
 	server  string
 	rng     *rand.Rand
 	creates *atomic.Int64 // creates attempted by all processes
-	written int64         // values written by this process
-	created int           // creates attempted by this process
 }
 
 func (c *client) loop(ctx context.Context) {
@@ -109,9 +107,10 @@ func (c *client) newOp(kind Kind, key string) Op {
 	return Op{Process: c.process, Server: c.server, Kind: kind, Key: key}
 }
 
+// nextValue is unique in the history, and names its writer for humans
+// reading a history.
 func (c *client) nextValue() int64 {
-	c.written++
-	return int64(c.process)*valueStride + c.written
+	return int64(c.process)*valueStride + c.h.seq.Add(1)
 }
 
 // read is a default (linearizable) read of a register. It returns the
@@ -176,8 +175,7 @@ func (c *client) replace(ctx context.Context, op Op) {
 func (c *client) create(ctx context.Context) {
 	octx, cancel := c.opContext(ctx)
 	defer cancel()
-	c.created++
-	op := c.newOp(KindCreate, fmt.Sprintf("c-%d-%d-%d", c.cfg.Seed, c.process, c.created))
+	op := c.newOp(KindCreate, fmt.Sprintf("c-%d-%d-%d", c.cfg.Seed, c.process, c.h.seq.Add(1)))
 	spec := api.BundleSpec{
 		ID: op.Key, Pool: c.cfg.Pool,
 		Jobs: []api.Job{{
