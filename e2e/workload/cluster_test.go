@@ -35,7 +35,7 @@ func TestWorkloadOnDevCluster(t *testing.T) {
 	}
 	waitReadyNodes(t, servers[0], 3)
 	// Dev workers register into pool "default".
-	cfg := workload.Config{Servers: servers, Pool: "default", Seed: 1, Backup: true}
+	cfg := workload.Config{Servers: servers, Pool: "default", Seed: 1, Backup: true, OpTimeout: 5 * time.Second}
 	setupCtx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if err := workload.Setup(setupCtx, cfg); err != nil {
@@ -53,6 +53,7 @@ func TestWorkloadOnDevCluster(t *testing.T) {
 		check.Converge(t.Context(), servers, 10*time.Second),
 	}
 	for _, r := range results {
+		t.Logf("%s: ok=%v checked=%d", r.Name, r.OK, r.Checked)
 		if !r.OK || r.Checked == 0 {
 			t.Errorf("%s: ok=%v checked=%d violations %q", r.Name, r.OK, r.Checked, r.Violations)
 		}
@@ -82,9 +83,13 @@ func runFor(t *testing.T, cfg workload.Config, d time.Duration) *workload.Histor
 func assertEveryKindOK(t *testing.T, ops []workload.Op) {
 	t.Helper()
 	ok := map[workload.Kind]int{}
+	failed := map[string]int{}
 	for _, op := range ops {
 		if op.Outcome == workload.OK {
 			ok[op.Kind]++
+		}
+		if op.Outcome == workload.Fail {
+			failed[string(op.Kind)+":"+op.Code]++
 		}
 		if op.Outcome == workload.Unknown {
 			t.Errorf("unknown outcome without faults: %+v", op)
@@ -95,7 +100,7 @@ func assertEveryKindOK(t *testing.T, ops []workload.Op) {
 			t.Errorf("no ok %s op among %d ops (%v)", k, len(ops), ok)
 		}
 	}
-	t.Logf("%d ops, ok by kind %v", len(ops), ok)
+	t.Logf("%d ops, ok by kind %v, failed by kind and code %v", len(ops), ok, failed)
 }
 
 func finalBundles(t *testing.T, addr string) []api.Bundle {
