@@ -1,6 +1,7 @@
 package check
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -82,4 +83,14 @@ func MonotonicIndex(ops []workload.Op) Result {
 		last[op.Process] = op
 	}
 	return c.result()
+}
+
+// sortedByCall returns a copy of ops ordered by Call (then ID), so the
+// checkers do not depend on the caller's order.
+func sortedByCall(ops []workload.Op) []workload.Op {
+	out := slices.Clone(ops)
+	slices.SortStableFunc(out, func(a, b workload.Op) int {
+		return cmp.Or(cmp.Compare(a.Call, b.Call), cmp.Compare(a.ID, b.ID))
+	})
+	return out
 }

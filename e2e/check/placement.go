@@ -60,9 +60,11 @@ type holder struct {
 
 func (h holder) String() string { return fmt.Sprintf("%s/%d/%s", h.bundle, h.replica, h.job) }
 
-// nodeUse is what the sample's bundles place on one node.
+// nodeUse is what the sample's bundles pin on one node. Capacity is not
+// summed here: nodes and bundles are two reads, and a node resized between
+// them would look over-committed; each node's reserved figure, from the
+// same read as its allocatable, is checked instead.
 type nodeUse struct {
-	capacity  int64 // milli
 	cores     map[int]holder
 	exclusive map[int]holder
 	shares    map[int]int64 // GPU index → milli
@@ -96,9 +98,9 @@ func checkSample(c *collector, s *workload.Sample) {
 // does not list are skipped: nodes and bundles are two reads, and a node
 // may register between them.
 func addUse(c *collector, where string, b *api.Bundle, nodes map[string]*api.Node, use map[string]*nodeUse) {
-	reqs := map[string]api.Requirements{}
+	jobs := map[string]bool{}
 	for _, j := range b.Jobs {
-		reqs[j.Name] = j.Requirements
+		jobs[j.Name] = true
 	}
 	for ri, r := range b.Replicas {
 		for _, j := range r.Jobs {
@@ -106,8 +108,7 @@ func addUse(c *collector, where string, b *api.Bundle, nodes map[string]*api.Nod
 				continue
 			}
 			h := holder{bundle: b.ID, replica: ri, job: j.Name}
-			req, ok := reqs[j.Name]
-			if !ok {
+			if !jobs[j.Name] {
 				c.addf("%s: %s is placed on %s but bundle %s has no job %q", where, h, j.NodeID, b.ID, j.Name)
 			}
 			u := use[j.NodeID]
@@ -115,7 +116,6 @@ func addUse(c *collector, where string, b *api.Bundle, nodes map[string]*api.Nod
 				u = &nodeUse{cores: map[int]holder{}, exclusive: map[int]holder{}, shares: map[int]int64{}, sharedBy: map[int]holder{}}
 				use[j.NodeID] = u
 			}
-			u.capacity += milli(req.Capacity)
 			addDevices(c, where, j, h, u)
 		}
 	}
@@ -143,10 +143,6 @@ func addDevices(c *collector, where string, j api.JobPlacement, h holder, u *nod
 // checkNodeUse compares what the bundles place on a node with its
 // inventory.
 func checkNodeUse(c *collector, where string, n *api.Node, u *nodeUse) {
-	if alloc := milli(n.Allocatable); u.capacity > alloc {
-		c.addf("%s: node %s over-committed: placed jobs need capacity %.3f > allocatable %.3f",
-			where, n.ID, float64(u.capacity)/1000, n.Allocatable)
-	}
 	for _, core := range slices.Sorted(maps.Keys(u.cores)) {
 		if core < 0 || core >= n.TotalCores {
 			c.addf("%s: node %s core %d pinned by %s is outside 0..%d", where, n.ID, core, u.cores[core], n.TotalCores-1)

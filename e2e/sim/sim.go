@@ -158,13 +158,8 @@ func (c *cluster) runFaults(ctx context.Context, o Options, rng *rand.Rand, wcfg
 // check runs every checker over the history and the healed cluster.
 func (c *cluster) check(ctx context.Context, o Options, out *Outcome, started time.Time) {
 	ops := out.History.Ops()
+	out.Report = check.NewReport("sim", o.Seed, out.History, 0)
 	r := &out.Report
-	r.Name, r.Seed, r.Ops, r.Samples = "sim", o.Seed, len(ops), len(out.History.Samples())
-	for _, op := range ops {
-		if op.Outcome == workload.Unknown {
-			r.Unknown++
-		}
-	}
 	lin, viz := check.Linearizable(ops, 10*time.Second)
 	r.Add(lin)
 	out.Viz = viz
