@@ -77,6 +77,25 @@ cluster: image
 cluster-down:
 	docker-compose down -v
 
+# The Docker fault suite (e2e/, build tag e2e): the compose deployment under
+# partitions, crashes, pauses, packet loss and membership changes, with the
+# history checked for linearizability, unique creates, placement invariants,
+# monotonic indexes and convergence. Needs docker, docker-compose, iptables,
+# tc and nsenter, as root. Results: e2e/out/<timestamp>/.
+# `make e2e`: each nemesis once for DURATION (default 20s), shared clusters.
+# `make jepsen`: RUNS runs per nemesis (default 3) for DURATION (default 60s),
+# a fresh cluster each. NEMESES=pause,bridge narrows either.
+RUNS     ?= 3
+DURATION ?=
+NEMESES  ?=
+E2E_ENV   = AMSERVER_E2E_DURATION=$(DURATION) AMSERVER_E2E_NEMESES=$(NEMESES)
+
+e2e: image
+	$(E2E_ENV) AMSERVER_E2E_MODE=smoke $(GO) test -tags e2e -count=1 -timeout 30m -run TestJepsen ./e2e -v
+
+jepsen: image
+	$(E2E_ENV) AMSERVER_E2E_MODE=full AMSERVER_E2E_RUNS=$(RUNS) $(GO) test -tags e2e -count=1 -timeout 600m -run TestJepsen ./e2e -v
+
 # Placement engine: throughput and decision latency by node count, packing.
 bench-sched:
 	AMSERVER_SCHED_TABLE=1 $(GO) test -count=1 -run TestPrintBenchTable -v -timeout 30m ./scheduler | grep -v '^=== RUN'

@@ -59,8 +59,9 @@ func loadSettings() (settings, error) {
 }
 
 // startCluster brings up a cluster of n servers for t and registers its
-// teardown, which also runs when bring-up fails half-way. When t failed,
-// the containers' logs are kept under e2e/out first.
+// teardown, which also runs when bring-up fails half-way; a failed
+// bring-up keeps the project's logs under e2e/out first. (Runs keep their
+// own logs.)
 func startCluster(t *testing.T, n int) *Cluster {
 	t.Helper()
 	started := time.Now()
@@ -71,19 +72,19 @@ func startCluster(t *testing.T, n int) *Cluster {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if t.Failed() && len(c.Servers) > 0 {
-				dir := filepath.Join("out", "failed-"+c.Project)
-				if err := c.SaveLogs(ctx, dir, started); err != nil {
-					t.Logf("saving logs: %v", err)
-				}
-				t.Logf("container logs in e2e/%s", dir)
-			}
 			if err := c.Down(ctx); err != nil {
 				t.Errorf("teardown: %v", err)
 			}
 		})
 	}
 	if err != nil {
+		if c != nil {
+			path := filepath.Join("out", "failed-"+c.Project+".log")
+			if lerr := c.SaveComposeLogs(ctx, path); lerr != nil {
+				t.Logf("saving logs: %v", lerr)
+			}
+			t.Logf("container logs in e2e/%s", path)
+		}
 		t.Fatal(err)
 	}
 	t.Logf("cluster %s healthy after %s", c.Project, time.Since(started).Round(time.Second))

@@ -35,3 +35,30 @@ func (c *Cluster) SaveLogs(ctx context.Context, dir string, since time.Time) err
 	}
 	return errors.Join(errs...)
 }
+
+// SaveComposeLogs writes docker-compose's interleaved log of the whole
+// project to path. It works even when the containers could not be
+// inspected, which is when a failed bring-up needs it.
+func (c *Cluster) SaveComposeLogs(ctx context.Context, path string) error {
+	cmd := exec.CommandContext(ctx, "docker-compose", composeArgs(c.Project, c.files, "logs", "--no-color", "--timestamps")...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("e2e: compose logs %s: %w", c.Project, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("e2e: logs dir: %w", err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return fmt.Errorf("e2e: write compose logs: %w", err)
+	}
+	return nil
+}
+
+// UseLog routes the harness's and the nemeses' log lines to logf (the
+// current subtest's) until the returned function restores the previous
+// one: logging through a finished subtest would panic.
+func (c *Cluster) UseLog(logf func(string, ...any)) (restore func()) {
+	prev := c.logf
+	c.logf = logf
+	return func() { c.logf = prev }
+}

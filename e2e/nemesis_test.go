@@ -109,6 +109,7 @@ func TestNemesisHeal(t *testing.T) {
 }
 
 func startHoldHeal(t *testing.T, c *Cluster, spec nemesisSpec) {
+	defer c.UseLog(t.Logf)()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	n := spec.build(spec.name, c, rand.New(rand.NewPCG(1, 2)))
