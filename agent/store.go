@@ -91,7 +91,7 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 		return s.ackEarly(data, timeout), nil
 	}
 	f := s.raft.Apply(data, timeout)
-	if err := f.Error(); err != nil {
+	if err := waitFuture(ctx, f); err != nil {
 		return nil, classifyApplyError(err)
 	}
 	res, ok := f.Response().(*fsm.Result)
@@ -107,6 +107,21 @@ func (s *Store) ackEarly(data []byte, timeout time.Duration) *fsm.Result {
 	res := s.fsm.Preview(s.raft.LastIndex()+1, data)
 	go func() { _ = s.raft.Apply(data, timeout).Error() }()
 	return res
+}
+
+// waitFuture waits for a Raft future, or for ctx. Raft's timeout bounds
+// only the enqueue, and a future whose entry was handed to the FSM when Raft
+// shut down is never answered; without ctx a duty would block the shutdown
+// forever. Giving up this way leaves the outcome unknown, which it is.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the commit: %w", ctx.Err())
+	}
 }
 
 // classifyApplyError separates errors where the entry was never queued
@@ -134,12 +149,12 @@ func (s *Store) ReadBarrier(ctx context.Context, mode httpapi.ReadMode) error {
 		return err
 	}
 	if mode == httpapi.ReadConsistent {
-		if err := s.raft.Barrier(timeoutOf(ctx)).Error(); err != nil {
+		if err := waitFuture(ctx, s.raft.Barrier(timeoutOf(ctx))); err != nil {
 			return classifyReadError(err)
 		}
 	}
 	target := s.raft.LastIndex()
-	if err := s.raft.VerifyLeader().Error(); err != nil {
+	if err := waitFuture(ctx, s.raft.VerifyLeader()); err != nil {
 		return classifyReadError(err)
 	}
 	return s.waitApplied(ctx, target)
