@@ -96,6 +96,14 @@ e2e: image
 jepsen: image
 	$(E2E_ENV) AMSERVER_E2E_MODE=full AMSERVER_E2E_RUNS=$(RUNS) $(GO) test -tags e2e -count=1 -timeout 600m -run TestJepsen ./e2e -v
 
+# The Docker suite's self-test: servers built with the plantbugs tag
+# (amserver:plant, its own build context) must fail the checks.
+PLANT_CTX = bin/plant-image
+e2e-plant: image
+	CGO_ENABLED=0 GOOS=linux $(GO) build -tags plantbugs -trimpath -ldflags '-s -w' -o $(PLANT_CTX)/bin/amserver-linux ./cmd/amserver
+	docker build -t amserver:plant -f Dockerfile $(PLANT_CTX)
+	$(E2E_ENV) $(GO) test -tags e2e -count=1 -timeout 20m -run TestPlantedBugsCaught ./e2e -v
+
 # Placement engine: throughput and decision latency by node count, packing.
 bench-sched:
 	AMSERVER_SCHED_TABLE=1 $(GO) test -count=1 -run TestPrintBenchTable -v -timeout 30m ./scheduler | grep -v '^=== RUN'

@@ -63,13 +63,14 @@ func composeFiles(n int) ([]string, error) {
 }
 
 // StartCluster removes leftovers of earlier runs, brings up a fresh
-// project of n servers and waits until it is healthy. Cleanup tears it
-// down (volumes too) unless AMSERVER_E2E_KEEP=1.
-func StartCluster(ctx context.Context, logf func(string, ...any), n int) (*Cluster, error) {
+// project of n servers (plus overlays, e.g. compose.plant.yml) and waits
+// until it is healthy. Down tears it down, volumes too.
+func StartCluster(ctx context.Context, logf func(string, ...any), n int, overlays ...string) (*Cluster, error) {
 	files, err := composeFiles(n)
 	if err != nil {
 		return nil, err
 	}
+	files = append(files, overlays...)
 	if err := removeLeftovers(ctx, logf); err != nil {
 		return nil, err
 	}

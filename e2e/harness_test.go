@@ -62,12 +62,12 @@ func loadSettings() (settings, error) {
 // teardown, which also runs when bring-up fails half-way; a failed
 // bring-up keeps the project's logs under e2e/out first. (Runs keep their
 // own logs.)
-func startCluster(t *testing.T, n int) *Cluster {
+func startCluster(t *testing.T, n int, overlays ...string) *Cluster {
 	t.Helper()
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := StartCluster(ctx, t.Logf, n)
+	c, err := StartCluster(ctx, t.Logf, n, overlays...)
 	if c != nil {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
