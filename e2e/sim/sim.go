@@ -87,9 +87,9 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	wcfg := workload.Config{
 		Servers: c.clientAddrs(), Clients: o.Servers + 1, Keys: 2, Pool: Pool, Seed: o.Seed,
 		OpTimeout: time.Second, Think: 5 * time.Millisecond, CreateCapacity: 0.05,
-		MaxCreates: 30, Backup: true, SampleEvery: 100 * time.Millisecond,
+		MaxCreates: 80, Backup: true, SampleEvery: 100 * time.Millisecond,
 	}
-	setupCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	setupCtx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	if err := workload.Setup(setupCtx, wcfg); err != nil {
 		return nil, fmt.Errorf("seed %d: workload setup: %w", o.Seed, err)
@@ -111,7 +111,7 @@ func (c *cluster) up(ctx context.Context) error {
 			return err
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	if err := c.waitLeader(wctx); err != nil {
 		return err

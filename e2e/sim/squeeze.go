@@ -36,9 +36,11 @@ func (c *cluster) squeeze(ctx context.Context, w *worker, rng *rand.Rand) healFu
 			if n, _, err := cl.Node(ctx, w.id, nil); err == nil {
 				_, _ = cl.RegisterNode(ctx, c.nodeSpec(w, max(n.Reserved.Capacity, 0.05)))
 			}
-			sleepCtx(ctx, 5*time.Millisecond)
+			// Hold the shrink long enough for the samplers to see an
+			// over-commit, should a stale plan have landed on the node.
+			sleepCtx(ctx, time.Duration(20+r.IntN(60))*time.Millisecond)
 			_, _ = cl.RegisterNode(ctx, c.nodeSpec(w, workerCapacity))
-			sleepCtx(ctx, time.Duration(r.IntN(10))*time.Millisecond)
+			sleepCtx(ctx, time.Duration(r.IntN(20))*time.Millisecond)
 		}
 	}()
 	return func(hctx context.Context) error {
