@@ -85,10 +85,10 @@ func (r *reconciler) servers(ctx context.Context) {
 func (s *Server) addVoter(m gossip.Member) {
 	err := s.raft.AddVoter(raft.ServerID(m.Name), raft.ServerAddress(m.Meta.RaftAddr), 0, 10*time.Second).Error()
 	if err != nil {
-		s.logger.Warn("adding server to raft failed", "server", m.Name, "err", err)
+		s.logger.Warn("adding server to raft failed", "peer", m.Name, "err", err)
 		return
 	}
-	s.logger.Info("server joined raft", "server", m.Name, "addr", m.Meta.RaftAddr)
+	s.logger.Info("server joined raft", "peer", m.Name, "addr", m.Meta.RaftAddr)
 	s.recordEvent("serverJoined", m.Name, fmt.Sprintf("server %s joined raft at %s", m.Name, m.Meta.RaftAddr))
 }
 
@@ -101,10 +101,10 @@ func (s *Server) recordEvent(typ, node, msg string) {
 
 func (s *Server) removeServer(id, why string) bool {
 	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
-		s.logger.Warn("removing server from raft failed", "server", id, "err", err)
+		s.logger.Warn("removing server from raft failed", "peer", id, "err", err)
 		return false
 	}
-	s.logger.Info("server removed from raft", "server", id, "reason", why)
+	s.logger.Info("server removed from raft", "peer", id, "reason", why)
 	s.recordEvent("serverRemoved", id, fmt.Sprintf("server %s removed from raft: %s", id, why))
 	return true
 }

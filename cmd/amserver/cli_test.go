@@ -277,3 +277,26 @@ func TestGlobals(t *testing.T) {
 		t.Errorf("completion: exit %d, %.80q", r.code, r.stdout)
 	}
 }
+
+// TestNodeStatusRequire: the worker healthcheck passes only on the status
+// it requires, and says why when it fails.
+func TestNodeStatusRequire(t *testing.T) {
+	f := newFake(t)
+	serveAll(f)
+	tests := []struct {
+		require string
+		code    int
+		stderr  string
+	}{
+		{"ready", exitOK, ""},
+		{"down", exitFailure, `error: node "w-1" is ready, not down`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.require, func(t *testing.T) {
+			r := runCLI(t, f.srv.URL, "", "node", "status", "w-1", "--require", tt.require)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+				t.Fatalf("exit %d, want %d; stderr %q, want %q", r.code, tt.code, r.stderr, tt.stderr)
+			}
+		})
+	}
+}

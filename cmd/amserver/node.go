@@ -77,7 +77,8 @@ func gpuUsage(n api.Node) string {
 }
 
 func newNodeStatusCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var require string
+	cmd := &cobra.Command{
 		Use:               "status ID",
 		ValidArgsFunction: a.completeNodes(),
 		Short:             "Show a node: inventory, allocatable vs reserved, labels, taints, assignments",
@@ -92,6 +93,10 @@ func newNodeStatusCmd(a *app) *cobra.Command {
 			if err != nil {
 				return about(err, "node", args[0])
 			}
+			if require != "" && n.Status != require {
+				// A healthcheck asks exactly this; exit 1 with one sentence.
+				return fmt.Errorf("node %q is %s, not %s", n.ID, n.Status, require)
+			}
 			if a.json {
 				return printJSON(cmd.OutOrStdout(), n)
 			}
@@ -102,6 +107,9 @@ func newNodeStatusCmd(a *app) *cobra.Command {
 			return a.printAssignments(ctx, c, w, cmd.ErrOrStderr(), n.ID)
 		},
 	}
+	cmd.Flags().StringVar(&require, "require", "",
+		"exit 1 unless the node has this status (ready, suspect, down, left): a worker's healthcheck")
+	return cmd
 }
 
 func printNode(w io.Writer, n *api.Node, now time.Time) error {

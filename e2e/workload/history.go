@@ -70,6 +70,9 @@ type Op struct {
 const (
 	CodeTransport = "transport"
 	CodeTimeout   = "timeout"
+	// CodeDial is a connection that could not be opened: the request was
+	// never sent, so it is a definite failure even for a write.
+	CodeDial = "dial"
 )
 
 // Sample is one server's view of the whole state at one moment.

@@ -204,9 +204,14 @@ func (c *client) create(ctx context.Context) {
 // changes nothing, so any failed read is simply Fail.
 func classify(op *Op, err error) {
 	op.Error = err.Error()
-	var ae *api.Error
+	var (
+		ae *api.Error
+		oe *net.OpError
+	)
 	definite := false
 	switch {
+	case errors.As(err, &oe) && oe.Op == "dial":
+		op.Code, definite = CodeDial, true
 	case errors.As(err, &ae):
 		op.Code = ae.Code
 		definite = ae.Status >= 400 && ae.Status < 500 ||

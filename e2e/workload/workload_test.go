@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +40,10 @@ func TestClassify(t *testing.T) {
 		{"bad request", apiErr(400, api.CodeBadRequest), api.CodeBadRequest, Fail},
 		{"timeout", fmt.Errorf("put: %w", context.DeadlineExceeded), CodeTimeout, Unknown},
 		{"eof", fmt.Errorf("put: %w", io.EOF), CodeTransport, Unknown},
-		{"refused", errors.New("dial tcp: connection refused"), CodeTransport, Unknown},
+		{"reset", errors.New("read tcp: connection reset by peer"), CodeTransport, Unknown},
+		{"refused", &url.Error{Op: "Put", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, CodeDial, Fail},
+		{"dial timeout", &net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}, CodeDial, Fail},
+		{"read after send", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, CodeTransport, Unknown},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
