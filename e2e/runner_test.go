@@ -21,12 +21,10 @@ const (
 	// linearizableTimeout bounds porcupine; a timeout counts as a failure.
 	linearizableTimeout = 30 * time.Second
 	// convergeWithin is the time the cluster gets, after the final heal, to
-	// agree on one state with every bundle placed. 10 s would do for Raft
-	// alone; a server or worker restarted by the last heal also has to be
-	// taken back by gossip, whose dead-member reconnect runs every 5 s and
-	// whose DeadNodeReclaimTime is 10 s (gossip.DefaultConfig), before the
-	// leader sees its nodes ready and re-places what was on them.
-	convergeWithin = 15 * time.Second
+	// agree on one state with every bundle placed (the 10 s). A
+	// restarted worker need not be back for that: the leader promotes
+	// backups and re-places on the others.
+	convergeWithin = 10 * time.Second
 	// healthyWithin bounds the wait for a fully healthy cluster after a
 	// run, before the next run may use it.
 	healthyWithin = 2 * time.Minute

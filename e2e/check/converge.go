@@ -38,6 +38,7 @@ func Converge(ctx context.Context, servers []string, within time.Duration) Resul
 		}
 		cls[i] = cl
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	var last []string // what the last poll that ran to completion found off
@@ -45,7 +46,9 @@ func Converge(ctx context.Context, servers []string, within time.Duration) Resul
 		off, checked := convergeOnce(ctx, servers, cls)
 		if len(off) == 0 {
 			c.checked = checked
-			return c.result()
+			res := c.result()
+			res.TookMs = max(time.Since(start).Milliseconds(), 1)
+			return res
 		}
 		// A poll cut short by the deadline only says "deadline exceeded";
 		// the poll before it says what was really still off.

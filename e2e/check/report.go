@@ -142,6 +142,9 @@ func cell(r Report, name string) string {
 		if res.Name != name {
 			continue
 		}
+		if res.OK && res.TookMs > 0 {
+			return fmt.Sprintf("ok %.1fs", float64(res.TookMs)/1000)
+		}
 		if res.OK {
 			return "ok"
 		}

@@ -18,6 +18,8 @@ type Result struct {
 	Violations []string `json:"violations,omitempty"`
 	// Count is the total number of violations found (not capped).
 	Count int `json:"count,omitempty"`
+	// TookMs is how long a waiting checker (Converge) took to pass.
+	TookMs int64 `json:"tookMs,omitempty"`
 }
 
 // MaxViolations caps the violations a Result lists.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,10 +118,14 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	for _, o := range c.servers {
 		peers[o.id], httpAddrs[o.id] = o.id, o.httpAddr
 	}
-	ln, err := listenRetry(ctx, s.httpAddr)
+	ln, err := relisten(ctx, s.httpAddr)
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
+	s.httpAddr = ln.Addr().String()
+	c.mu.Unlock()
+	s.proxy.setTarget(s.httpAddr)
 	_, tr := raft.NewInmemTransportWithTimeout(raft.ServerAddress(s.id), 200*time.Millisecond)
 	cfg := agent.Config{
 		NodeID: s.id, HTTPListener: ln, Transport: tr, MemStores: s.stores,
@@ -145,20 +150,23 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	return nil
 }
 
-// listenRetry re-opens a restarted server's HTTP address; the old socket
-// may take a moment to be released.
-func listenRetry(ctx context.Context, addr string) (net.Listener, error) {
-	for {
-		ln, err := net.Listen("tcp", addr)
-		if err == nil {
+// relisten re-opens a restarted server's HTTP address, as a restarted host
+// would; the old socket may take a moment to go. If another socket (say an
+// outgoing connection's ephemeral port) took the port meanwhile, the server
+// moves to a new one, which gossip then advertises.
+func relisten(ctx context.Context, addr string) (net.Listener, error) {
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if ln, err := net.Listen("tcp", addr); err == nil {
 			return ln, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("listen on %s: %w", addr, err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		sleepCtx(ctx, 20*time.Millisecond)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen for a restarted server: %w", err)
+	}
+	return ln, nil
 }
 
 func (c *cluster) crashServer(s *server) {
@@ -275,22 +283,41 @@ func (c *cluster) leader() *server {
 
 // waitLeader waits until some server leads and answers a linearizable read.
 func (c *cluster) waitLeader(ctx context.Context) error {
+	var lastErr error
 	for {
 		if l := c.leader(); l != nil {
 			cl, err := api.New(l.httpAddr, api.WithMaxRetries(0))
 			if err != nil {
 				return err
 			}
-			if _, _, err := cl.Pools(ctx, nil); err == nil {
+			if _, _, lastErr = cl.Pools(ctx, nil); lastErr == nil {
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no leader: %w", ctx.Err())
+			return fmt.Errorf("no leader: %w (last read: %v; servers: %s)", ctx.Err(), lastErr, c.describe())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// describe is each server's Raft view, for a failure message.
+func (c *cluster) describe() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, s := range c.servers {
+		if s.srv == nil {
+			parts = append(parts, s.id+" down")
+			continue
+		}
+		r := s.srv.Raft()
+		addr, id := r.LeaderWithID()
+		parts = append(parts, fmt.Sprintf("%s %s term %s leader %s(%s) applied %d http %s",
+			s.id, r.State(), r.Stats()["term"], id, addr, r.AppliedIndex(), s.httpAddr))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // healAll lifts every fault: links, pauses, crashed servers, killed workers.

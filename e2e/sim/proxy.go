@@ -20,7 +20,21 @@ type proxy struct {
 	srv    *http.Server
 	rp     *httputil.ReverseProxy
 	mu     sync.Mutex
+	target string        // the server's HTTP address; it may move on restart
 	resume chan struct{} // nil while running; closed on resume
+}
+
+func (p *proxy) currentTarget() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.target
+}
+
+// setTarget points the proxy at a restarted server's new address.
+func (p *proxy) setTarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = addr
 }
 
 func newProxy(target string) (*proxy, error) {
@@ -28,12 +42,11 @@ func newProxy(target string) (*proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen: %w", err)
 	}
-	u, err := url.Parse("http://" + target)
-	if err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("proxy target %q: %w", target, err)
-	}
-	p := &proxy{ln: ln, rp: httputil.NewSingleHostReverseProxy(u)}
+	p := &proxy{ln: ln, target: target}
+	p.rp = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: "http", Host: p.currentTarget()})
+		r.Out.Host = r.In.Host
+	}}
 	p.rp.Transport = &http.Transport{MaxIdleConnsPerHost: 32, IdleConnTimeout: 5 * time.Second}
 	p.rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
 		// The server is down or went away mid-request: to the client this is

@@ -22,6 +22,10 @@ import (
 	"github.com/amserver/amserver/e2e/workload"
 )
 
+// ConvergeWithin is how soon after the last heal every bundle must be placed
+// and every server hold the same state.
+const ConvergeWithin = 10 * time.Second
+
 // Options shape one simulated run.
 type Options struct {
 	Seed int64
@@ -165,7 +169,7 @@ func (c *cluster) check(ctx context.Context, o Options, out *Outcome, started ti
 	out.Viz = viz
 	r.Add(check.MonotonicIndex(ops))
 	r.Add(check.Placement(out.History.Samples()))
-	r.Add(check.Converge(ctx, c.clientAddrs(), 15*time.Second))
+	r.Add(check.Converge(ctx, c.clientAddrs(), ConvergeWithin))
 	r.Add(check.UniqueCreates(ops, c.finalBundles(ctx)))
 	r.Duration = time.Since(started).Round(time.Millisecond).String()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -47,6 +48,11 @@ func runSeeds(t *testing.T, first, n, par int, opts Options) []*Outcome {
 				if err != nil {
 					res = &Outcome{Report: check.Report{Name: "sim", Seed: o.Seed}}
 					res.Report.Add(check.Result{Name: "setup", Violations: []string{err.Error()}})
+				}
+				if res.Report.OK {
+					// Only a failure's history is ever written out; a thousand
+					// passing histories with their state samples would not fit.
+					res.History, res.Viz = nil, nil
 				}
 				out[i] = res
 			}
@@ -134,8 +140,29 @@ func printSummary(t *testing.T, outcomes []*Outcome, elapsed time.Duration) {
 	for _, k := range names {
 		fmt.Fprintf(&b, "%-16s %8d %8d\n", k, kinds[k][0], kinds[k][1])
 	}
+	fmt.Fprintln(&b, convergeLine(outcomes))
 	perMin := float64(len(outcomes)) / elapsed.Minutes()
 	fmt.Fprintf(&b, "seeds %d, failed %d, ops %d (unknown %d), %s, %.0f seeds/min\n",
 		len(outcomes), failed, ops, unknown, elapsed.Round(time.Second), perMin)
 	t.Log(b.String())
+}
+
+// convergeLine is the distribution of how long seeds took to converge after
+// their last heal.
+func convergeLine(outcomes []*Outcome) string {
+	var took []int64
+	for _, o := range outcomes {
+		for _, res := range o.Report.Results {
+			if res.Name == "converge" && res.OK {
+				took = append(took, res.TookMs)
+			}
+		}
+	}
+	if len(took) == 0 {
+		return "converge: no seed converged"
+	}
+	slices.Sort(took)
+	at := func(q float64) int64 { return took[min(len(took)-1, int(q*float64(len(took))))] }
+	return fmt.Sprintf("converge after heal: p50 %dms, p99 %dms, max %dms (limit %s)",
+		at(0.50), at(0.99), took[len(took)-1], ConvergeWithin)
 }
