@@ -85,22 +85,11 @@ func (tl *timeline) write(path string) error {
 func cycle(ctx context.Context, n Nemesis, d time.Duration, rng *rand.Rand, tl *timeline) {
 	quiet := max(d/10, time.Second)
 	end, _ := ctx.Deadline()
-	for sleepCtx(ctx, quiet) && time.Until(end) > d/4 {
+	for workload.Sleep(ctx, quiet) && time.Until(end) > d/4 {
 		// A failed start may have half-applied: heal all the same.
 		_ = tl.do(ctx, "start", n.Start)
 		hold := d/4 + time.Duration(rng.Int64N(int64(d/3-d/4)+1))
-		sleepCtx(ctx, hold)
+		workload.Sleep(ctx, hold)
 		_ = tl.do(ctx, "heal", n.Heal)
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/e2e/workload"
 	"github.com/amserver/amserver/gossip"
 )
 
@@ -160,7 +161,7 @@ func relisten(ctx context.Context, addr string) (net.Listener, error) {
 		if ln, err := net.Listen("tcp", addr); err == nil {
 			return ln, nil
 		}
-		sleepCtx(ctx, 20*time.Millisecond)
+		workload.Sleep(ctx, 20*time.Millisecond)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

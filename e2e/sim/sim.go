@@ -144,16 +144,16 @@ func (c *cluster) runFaults(ctx context.Context, o Options, rng *rand.Rand, wcfg
 		kind := o.Faults[rng.IntN(len(o.Faults))]
 		begin := time.Duration(float64(slot) * (0.1 + 0.3*rng.Float64()))
 		hold := time.Duration(float64(slot) * (0.3 + 0.3*rng.Float64()))
-		if !sleepCtx(runCtx, begin) {
+		if !workload.Sleep(runCtx, begin) {
 			break
 		}
 		desc, heal := c.inject(ctx, kind, rng)
 		faults = append(faults, fmt.Sprintf("%s@%dms+%dms", desc, (time.Duration(w)*slot+begin).Milliseconds(), hold.Milliseconds()))
-		sleepCtx(runCtx, hold)
+		workload.Sleep(runCtx, hold)
 		if err := heal(ctx); err != nil {
 			faults = append(faults, "heal failed: "+err.Error())
 		}
-		sleepCtx(runCtx, slot-begin-hold)
+		workload.Sleep(runCtx, slot-begin-hold)
 	}
 	wg.Wait()
 	return faults
@@ -189,23 +189,9 @@ func (c *cluster) finalBundles(ctx context.Context) []api.Bundle {
 				return bs
 			}
 		}
-		sleepCtx(ctx, 50*time.Millisecond)
+		workload.Sleep(ctx, 50*time.Millisecond)
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // Summary is one line naming the seed, its faults and its verdict.

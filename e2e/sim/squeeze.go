@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/e2e/workload"
 )
 
 // FaultSqueeze is an operator resizing nodes under load: a worker's node is
@@ -38,9 +39,9 @@ func (c *cluster) squeeze(ctx context.Context, w *worker, rng *rand.Rand) healFu
 			}
 			// Hold the shrink long enough for the samplers to see an
 			// over-commit, should a stale plan have landed on the node.
-			sleepCtx(ctx, time.Duration(20+r.IntN(60))*time.Millisecond)
+			workload.Sleep(ctx, time.Duration(20+r.IntN(60))*time.Millisecond)
 			_, _ = cl.RegisterNode(ctx, c.nodeSpec(w, workerCapacity))
-			sleepCtx(ctx, time.Duration(r.IntN(20))*time.Millisecond)
+			workload.Sleep(ctx, time.Duration(r.IntN(20))*time.Millisecond)
 		}
 	}()
 	return func(hctx context.Context) error {
@@ -66,7 +67,7 @@ func (c *cluster) restoreCapacity(ctx context.Context, w *worker) error {
 				return nil
 			}
 		}
-		sleepCtx(ctx, 50*time.Millisecond)
+		workload.Sleep(ctx, 50*time.Millisecond)
 	}
 	return err
 }

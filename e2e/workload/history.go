@@ -6,6 +6,7 @@ package workload
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -174,4 +175,20 @@ func (h *History) WriteJSON(w io.Writer) error {
 		return fmt.Errorf("write history: %w", err)
 	}
 	return nil
+}
+
+// Sleep waits d or until ctx ends; false when ctx ended. Fault schedules
+// (the simulation's and the Docker suite's) are timed with it.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
