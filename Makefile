@@ -7,7 +7,7 @@ PKGS     ?= ./...
 # fail spuriously with "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: sim selftest all build run test race unit lint vet fmt fuzz fuzz-long bench bench-core cluster cluster-down image measure-failover bench-sched clean
+.PHONY: sim selftest all build run test race unit lint vet fmt fuzz fuzz-long bench bench-quick bench-core cluster cluster-down image measure-failover bench-sched clean
 
 all: build
 
@@ -61,6 +61,16 @@ fuzz:
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=3000000x
+
+# The benchmark module (bench/, its own Go module so that etcd and the other
+# peers never enter the server's dependencies): every suite side by side with
+# its peers, one table, JSON in bench/results/. SUITE=write,sched narrows it.
+SUITE ?= all
+bench:
+	cd bench && $(GO) run ./cmd/ambench -suite $(SUITE)
+
+bench-quick:
+	cd bench && $(GO) run ./cmd/ambench -suite $(SUITE) -quick
 
 # Core benchmarks (ledger, FSM apply, snapshot) printed as benchmark tables.
 bench-core:
