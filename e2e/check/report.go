@@ -143,7 +143,7 @@ func cell(r Report, name string) string {
 			continue
 		}
 		if res.OK && res.TookMs > 0 {
-			return fmt.Sprintf("ok %.1fs", float64(res.TookMs)/1000)
+			return "ok " + (time.Duration(res.TookMs) * time.Millisecond).String()
 		}
 		if res.OK {
 			return "ok"

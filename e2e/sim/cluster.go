@@ -297,7 +297,11 @@ func (c *cluster) waitLeader(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no leader: %w (last read: %v; servers: %s)", ctx.Err(), lastErr, c.describe())
+			err := fmt.Errorf("no leader: %w (servers: %s)", ctx.Err(), c.describe())
+			if lastErr != nil {
+				err = fmt.Errorf("%w; last read: %w", err, lastErr)
+			}
+			return err
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
