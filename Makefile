@@ -38,6 +38,7 @@ fmt:
 # plain go test skips them; without the tag the linter would skip them too.
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags e2e ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags plantbugs ./internal/... ./e2e/sim/... ./fsm/... ./agent/... ./httpapi/...
 
 # The in-process fault simulation: SIM_SEEDS seeded fault schedules on
 # in-memory Raft and gossip, SIM_PARALLEL at a time, every checker on each.
