@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +40,24 @@ type writeSystem struct {
 	verb  string // row name prefix: "creates/s"
 	note  string
 	start func(ctx context.Context, o Options, dir string, payload int) (writeTarget, error)
+}
+
+// writeSystems selects the systems to measure: all of them, or (for
+// profiling one alone) the comma list in AMBENCH_WRITE_SYSTEMS.
+func writeSystems(only string) ([]writeSystem, error) {
+	all := []writeSystem{amserverWriteSystem(), etcdWriteSystem(), rawRaftWriteSystem()}
+	if only == "" {
+		return all, nil
+	}
+	var out []writeSystem
+	for _, name := range strings.Split(only, ",") {
+		i := slices.IndexFunc(all, func(s writeSystem) bool { return s.name == strings.TrimSpace(name) })
+		if i < 0 {
+			return nil, fmt.Errorf("AMBENCH_WRITE_SYSTEMS: unknown system %q (amserver, etcd, raw-raft)", name)
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
 }
 
 // writeTiming is the warm-up and measured window of each measurement.
@@ -71,63 +92,96 @@ func runWrite(ctx context.Context, o Options) ([]Result, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	payload := len(writeSpecJSON(1))
-	systems := []writeSystem{amserverWriteSystem(), etcdWriteSystem(), rawRaftWriteSystem()}
-	var rs []Result
-	var errs []error
-	tput := map[string]map[int]float64{} // system → concurrency → ops/s
-	for _, sys := range systems {
-		if ctx.Err() != nil {
-			return rs, errors.Join(append(errs, ctx.Err())...)
+	systems, err := writeSystems(os.Getenv("AMBENCH_WRITE_SYSTEMS"))
+	if err != nil {
+		return nil, err
+	}
+	running, errs := startWriteSystems(ctx, o, systems, payload)
+	defer func() {
+		for _, r := range running {
+			if err := r.t.close(); err != nil {
+				o.Logger.Warn("stopping cluster", "system", r.sys.name, "err", err)
+			}
 		}
-		rows, by, err := measureWriteSystem(ctx, o, sys, payload)
-		rs = append(rs, rows...)
-		tput[sys.name] = by
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", sys.name, err))
+	}()
+	rows := map[string][]Result{}
+	tput := map[string]map[int]float64{} // system → concurrency → ops/s
+	// Concurrency outside, systems inside: the numbers a ratio compares are
+	// measured back to back, so a noisy neighbour on the machine (or the
+	// disk's mood) hits both sides alike.
+	for _, conc := range writeConcurrencies {
+		for _, r := range running {
+			if r.failed || ctx.Err() != nil {
+				continue
+			}
+			row, rate, err := r.measure(ctx, o, conc, payload)
+			if err != nil {
+				r.failed = true
+				errs = append(errs, fmt.Errorf("%s c=%d: %w", r.sys.name, conc, err))
+				continue
+			}
+			rows[r.sys.name] = append(rows[r.sys.name], row)
+			if tput[r.sys.name] == nil {
+				tput[r.sys.name] = map[int]float64{}
+			}
+			tput[r.sys.name][conc] = rate
 		}
 	}
+	var rs []Result
+	for _, sys := range systems {
+		rs = append(rs, rows[sys.name]...)
+	}
 	rs = append(rs, writeRatioRows(tput)...)
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
 	return rs, errors.Join(errs...)
 }
 
-// measureWriteSystem starts one system, measures every concurrency and stops
-// it again, so that no two clusters compete for the cores and the disk.
-func measureWriteSystem(ctx context.Context, o Options, sys writeSystem, payload int) ([]Result, map[int]float64, error) {
-	log := o.Logger.With("system", sys.name)
-	log.Info("starting cluster", "payload", payload)
-	t, err := sys.start(ctx, o, filepath.Join(o.Dir, sys.name), payload)
-	if err != nil {
-		return nil, nil, fmt.Errorf("start: %w", err)
-	}
-	defer func() {
-		if err := t.close(); err != nil {
-			log.Warn("stopping cluster", "err", err)
-		}
-	}()
-	warmup, window := writeTiming(o)
-	var rs []Result
-	by := map[int]float64{}
-	var seq atomic.Int64
-	for _, conc := range writeConcurrencies {
-		if err := t.prepare(conc); err != nil {
-			return rs, by, fmt.Errorf("prepare c=%d: %w", conc, err)
-		}
-		m, err := measureWrites(ctx, t, conc, warmup, window, &seq)
+// runningWrite is a started system and its write sequence.
+type runningWrite struct {
+	sys    writeSystem
+	t      writeTarget
+	seq    atomic.Int64
+	failed bool
+}
+
+// startWriteSystems starts every system up front (an idle cluster only
+// heartbeats); one that fails to start is reported and left out.
+func startWriteSystems(ctx context.Context, o Options, systems []writeSystem, payload int) ([]*runningWrite, []error) {
+	var out []*runningWrite
+	var errs []error
+	for _, sys := range systems {
+		o.Logger.Info("starting cluster", "system", sys.name, "payload", payload)
+		t, err := sys.start(ctx, o, filepath.Join(o.Dir, sys.name), payload)
 		if err != nil {
-			return rs, by, fmt.Errorf("c=%d: %w", conc, err)
+			errs = append(errs, fmt.Errorf("%s: start: %w", sys.name, err))
+			continue
 		}
-		log.Info("measured", "c", conc, "ops/s", int(m.rate()), "errors", m.errors)
-		by[conc] = m.rate()
-		note := fmt.Sprintf("%s; %d B payload; %d ops in %s", sys.note, payload, m.ops, m.elapsed.Round(time.Millisecond))
-		if m.errors > 0 {
-			note += fmt.Sprintf("; %d failed writes not counted (first: %v)", m.errors, m.firstErr)
-		}
-		rs = append(rs, Result{
-			Suite: "write", Name: fmt.Sprintf("%s c=%d %s", sys.verb, conc, sys.name),
-			Value: m.rate(), Unit: "ops/s", Note: note,
-		})
+		out = append(out, &runningWrite{sys: sys, t: t})
 	}
-	return rs, by, nil
+	return out, errs
+}
+
+// measure runs one warm-up and window at concurrency conc.
+func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int) (Result, float64, error) {
+	if err := r.t.prepare(conc); err != nil {
+		return Result{}, 0, fmt.Errorf("prepare: %w", err)
+	}
+	warmup, window := writeTiming(o)
+	m, err := measureWrites(ctx, r.t, conc, warmup, window, &r.seq)
+	if err != nil {
+		return Result{}, 0, err
+	}
+	o.Logger.Info("measured", "system", r.sys.name, "c", conc, "ops/s", int(m.rate()), "errors", m.errors)
+	note := fmt.Sprintf("%s; %d B payload; %d ops in %s", r.sys.note, payload, m.ops, m.elapsed.Round(time.Millisecond))
+	if m.errors > 0 {
+		note += fmt.Sprintf("; %d failed writes not counted (first: %v)", m.errors, m.firstErr)
+	}
+	return Result{
+		Suite: "write", Name: fmt.Sprintf("%s c=%d %s", r.sys.verb, conc, r.sys.name),
+		Value: m.rate(), Unit: "ops/s", Note: note,
+	}, m.rate(), nil
 }
 
 // writeMeasurement is what one window counted.

@@ -82,7 +82,9 @@ func etcdConfigs(dir string) ([]*embed.Config, []string, error) {
 		cfg.InitialCluster = strings.Join(initial, ",")
 		cfg.InitialClusterToken = "ambench"
 		cfg.ClusterState = embed.ClusterStateFlagNew
-		cfg.LogLevel = "error"
+		// Silent: a member's own errors surface through StartEtcd and Err(),
+		// and closing a member logs harmless accept errors at error level.
+		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 		cfgs = append(cfgs, cfg)
 	}
 	return cfgs, endpoints, nil
