@@ -19,8 +19,20 @@ type placer struct {
 	s *Server
 	// tried rate-limits preemption searches, which read every reservation
 	// on the candidate nodes: leader-local and disposable, not state.
-	tried map[string]time.Time
+	tried    map[string]time.Time
+	prunedAt time.Time
+	// scannedAt and scannedChange record the last pass that looked at the
+	// unplaceable bundles, and the cluster (nodes, pools) index it saw.
+	scannedAt     time.Time
+	scannedChange uint64
 }
+
+// unplaceableRescan bounds how often the placer re-reads every unplaceable
+// bundle while the cluster has not changed. Those bundles wait for a change
+// anyway (AttemptIndex), but finding that out meant walking all of them on
+// every pass: under a burst of creates into a full pool, a pass per commit
+// over a list that grows with each create (bench: write suite).
+const unplaceableRescan = time.Second
 
 // Preemption budget: searches per pass, and the pause before a bundle that
 // found no victims is searched again.
@@ -44,7 +56,7 @@ func (p *placer) Run(ctx context.Context) {
 // pass places one batch and returns how many plan parts committed.
 func (p *placer) pass(ctx context.Context) int {
 	st := p.s.store.State()
-	queue := placementQueue(st)
+	queue := placementQueue(st, p.scanUnplaceable(st))
 	if len(queue) == 0 {
 		return 0
 	}
@@ -52,6 +64,7 @@ func (p *placer) pass(ctx context.Context) int {
 		queue = queue[:maxBundlesPerPlan]
 	}
 	batch := p.s.engine.Snapshot(st).NewBatch(p.s.raft.AppliedIndex())
+	p.pruneTried(time.Now())
 	budget := preemptPerPass
 	for _, b := range queue {
 		p.placeOne(batch, b, &budget)
@@ -85,22 +98,50 @@ func (p *placer) mayPreempt(b *fsm.Bundle, budget *int) bool {
 	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
 		return false
 	}
-	for id, at := range p.tried {
-		if now.Sub(at) >= preemptRetry {
-			delete(p.tried, id)
-		}
-	}
 	p.tried[b.ID()] = now
 	*budget--
 	return true
 }
 
+// pruneTried forgets searches older than preemptRetry, at most once a
+// second: done per bundle, as before, it walked the whole map up to
+// preemptPerPass times a pass, and under a burst of creates into a full pool
+// the map holds thousands of ids (bench: write suite).
+func (p *placer) pruneTried(now time.Time) {
+	if now.Sub(p.prunedAt) < time.Second {
+		return
+	}
+	p.prunedAt = now
+	for id, at := range p.tried {
+		if now.Sub(at) >= preemptRetry {
+			delete(p.tried, id)
+		}
+	}
+}
+
+// scanUnplaceable says whether this pass reads the unplaceable bundles:
+// always after a cluster change (that is what they wait for), otherwise at
+// most once per unplaceableRescan.
+func (p *placer) scanUnplaceable(st *fsm.State) bool {
+	changed, now := st.Index("nodes", "pools"), time.Now()
+	if changed == p.scannedChange && now.Sub(p.scannedAt) < unplaceableRescan {
+		return false
+	}
+	p.scannedChange, p.scannedAt = changed, now
+	return true
+}
+
 // placementQueue lists the bundles that need the placer, ordered by band,
-// then submission time, then id (DESIGN §3.6).
-func placementQueue(st *fsm.State) []*fsm.Bundle {
+// then submission time, then id (DESIGN §3.6). Unplaceable bundles are
+// included only when withUnplaceable.
+func placementQueue(st *fsm.State, withUnplaceable bool) []*fsm.Bundle {
 	changed := st.Index("nodes", "pools")
+	states := []string{fsm.StatePending, fsm.StateDegraded}
+	if withUnplaceable {
+		states = append(states, fsm.StateUnplaceable)
+	}
 	var out []*fsm.Bundle
-	for _, b := range st.BundlesInState(fsm.StatePending, fsm.StateUnplaceable, fsm.StateDegraded) {
+	for _, b := range st.BundlesInState(states...) {
 		switch {
 		case b.State == fsm.StatePending:
 		case b.AttemptIndex >= changed:

@@ -174,7 +174,9 @@ func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int
 		return Result{}, 0, err
 	}
 	o.Logger.Info("measured", "system", r.sys.name, "c", conc, "ops/s", int(m.rate()), "errors", m.errors)
-	note := fmt.Sprintf("%s; %d B payload; %d ops in %s", r.sys.note, payload, m.ops, m.elapsed.Round(time.Millisecond))
+	note := fmt.Sprintf("%d ops in %s, CPU %.2f ms/op (%.2f cores); %s; %d B payload",
+		m.ops, m.elapsed.Round(time.Millisecond), float64(m.cpuPerOp().Microseconds())/1000,
+		m.cpu.Seconds()/m.elapsed.Seconds(), r.sys.note, payload)
 	if m.errors > 0 {
 		note += fmt.Sprintf("; %d failed writes not counted (first: %v)", m.errors, m.firstErr)
 	}
@@ -188,7 +190,18 @@ func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int
 type writeMeasurement struct {
 	ops, errors int64
 	elapsed     time.Duration
+	cpu         time.Duration // process CPU time over the window
 	firstErr    error
+}
+
+// cpuPerOp is the process's CPU time per acknowledged write: all three
+// servers and the client share the machine's cores, so at high concurrency
+// this, not the disk, is usually what caps throughput.
+func (m writeMeasurement) cpuPerOp() time.Duration {
+	if m.ops == 0 {
+		return 0
+	}
+	return m.cpu / time.Duration(m.ops)
 }
 
 func (m writeMeasurement) rate() float64 {
@@ -227,16 +240,16 @@ func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window 
 	}
 	writeSleep(ctx, warmup)
 	counting.Store(true)
-	start := time.Now()
+	start, cpu0 := time.Now(), writeProcessCPU()
 	writeSleep(ctx, window)
 	counting.Store(false)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), writeProcessCPU()-cpu0
 	stop.Store(true)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return writeMeasurement{}, fmt.Errorf("measurement interrupted: %w", err)
 	}
-	m := writeMeasurement{ops: ops.Load(), errors: errs.Load(), elapsed: elapsed, firstErr: firstErr}
+	m := writeMeasurement{ops: ops.Load(), errors: errs.Load(), elapsed: elapsed, cpu: cpu, firstErr: firstErr}
 	if m.ops == 0 && m.errors > 0 {
 		return m, fmt.Errorf("every write failed: %w", firstErr)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -122,12 +123,18 @@ func copyHeader(dst, src http.Header) {
 	}
 }
 
+// relayBufs recycles relay's buffers: a fresh 32 KiB for every forwarded
+// request was a good part of a follower's garbage under write load.
+var relayBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // relay copies the leader's answer, flushing each chunk so streams and
 // long polls reach the client as they happen. A failure means one side went
 // away; nothing can be reported on a response already under way.
 func relay(w *echo.Response, body io.Reader) {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
+	bp := relayBufs.Get().(*[]byte)
+	defer relayBufs.Put(bp)
+	buf := *bp
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
