@@ -90,22 +90,42 @@ func etcdConfigs(dir string) ([]*embed.Config, []string, error) {
 	return cfgs, endpoints, nil
 }
 
+// startEtcdWrite starts the cluster, on fresh ports and a fresh directory
+// up to three times: a port reserved by etcdPorts can be taken by another
+// process before etcd binds it.
 func startEtcdWrite(ctx context.Context, dir string) (*etcdWrite, error) {
+	var errs []error
+	for attempt := range 3 {
+		e, endpoints, err := startEtcdMembers(filepath.Join(dir, fmt.Sprint(attempt)))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := e.waitReady(ctx); err != nil {
+			return nil, errors.Join(err, e.close())
+		}
+		return e.connect(endpoints)
+	}
+	return nil, errors.Join(errs...)
+}
+
+func startEtcdMembers(dir string) (*etcdWrite, []string, error) {
 	cfgs, endpoints, err := etcdConfigs(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e := &etcdWrite{}
 	for _, cfg := range cfgs {
 		m, err := embed.StartEtcd(cfg)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("start etcd member %s: %w", cfg.Name, err), e.close())
+			return nil, nil, errors.Join(fmt.Errorf("start etcd member %s: %w", cfg.Name, err), e.close())
 		}
 		e.members = append(e.members, m)
 	}
-	if err := e.waitReady(ctx); err != nil {
-		return nil, errors.Join(err, e.close())
-	}
+	return e, endpoints, nil
+}
+
+func (e *etcdWrite) connect(endpoints []string) (*etcdWrite, error) {
 	c, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("etcd client: %w", err), e.close())
