@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -24,8 +25,9 @@ const (
 )
 
 // DefaultMaxRetries bounds the retries of an idempotent request answered
-// 503 noLeader (elections settle within seconds).
-const DefaultMaxRetries = 8
+// 503 noLeader: with retryDelay, about 5 s, and elections settle within
+// seconds.
+const DefaultMaxRetries = 20
 
 // Client talks to one amserver server; followers forward to the leader.
 // It is safe for concurrent use.
@@ -171,9 +173,7 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 		if !r.idempotent || r.stream != nil || apiErr.Code != CodeNoLeader || attempt >= c.maxRetries {
 			return nil, apiErr
 		}
-		// Elections finish in well under a second: start retrying quickly
-		// and back off towards the server's (whole-second) Retry-After.
-		wait := min(retryAfter(resp.Header), 100*time.Millisecond<<min(attempt, 4))
+		wait := min(retryAfter(resp.Header), retryDelay(attempt))
 		if !sleepCtx(ctx, wait) {
 			return nil, apiErr
 		}
@@ -226,6 +226,17 @@ func readError(resp *http.Response) *Error {
 		code = CodeNoLeader
 	}
 	return &Error{Status: resp.StatusCode, Code: code, Message: strings.TrimSpace(string(raw))}
+}
+
+// retryDelay is the pause before retry attempt+1 after a noLeader answer:
+// 100 ms, 200 ms, then 250 ms, each less up to a quarter so that clients
+// turned away together come back spread out. An election takes about a
+// second; backing off further (or to the server's whole-second Retry-After)
+// would add most of a retry interval to every failover a client sees, and a
+// noLeader answer is cheap for a server to give.
+func retryDelay(attempt int) time.Duration {
+	d := min(100*time.Millisecond<<min(attempt, 2), 250*time.Millisecond)
+	return d - rand.N(d/4)
 }
 
 // retryAfter reads Retry-After (seconds or an HTTP date), defaulting to 1 s

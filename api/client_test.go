@@ -170,6 +170,22 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+// Retries during an election stay a fraction of a second apart (a client
+// sees the new leader soon after it is elected) yet span several seconds.
+func TestRetryDelay(t *testing.T) {
+	var total time.Duration
+	for attempt := range DefaultMaxRetries {
+		d := retryDelay(attempt)
+		if d < 75*time.Millisecond || d > 250*time.Millisecond {
+			t.Fatalf("retry %d waits %v, want 75–250 ms", attempt, d)
+		}
+		total += d
+	}
+	if total < 3*time.Second {
+		t.Fatalf("all %d retries span only %v; an election can take a few seconds", DefaultMaxRetries, total)
+	}
+}
+
 func TestNewIDIsAValidName(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
