@@ -194,7 +194,7 @@ type jobValidator struct {
 	groups   []int          // union-find parents over job indexes
 	reported map[[2]int]bool
 	compiled map[string]error
-	profiles []profile
+	profiles *profileSource
 }
 
 func (v *jobValidator) prepare() {
@@ -408,7 +408,7 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 		report = v.c.errorf
 	}
 	req := v.pool.Effective(j.Requirements)
-	if len(v.profiles) == 0 {
+	if _, found := v.profiles.at(0); !found {
 		code := CodeUnsatisfiableCapacity
 		if s := shortfalls(req, ledger.Inventory{}, v.pool.Caps); len(s) > 0 {
 			code = s[0].code
@@ -419,7 +419,9 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 	var nearest []shortfall
 	nearestName := ""
 	missing := map[shortfall]int{} // how many profiles lack each dimension
-	for _, p := range v.profiles {
+	n := 0
+	for p, ok := v.profiles.at(0); ok; p, ok = v.profiles.at(n) {
+		n++
 		s := shortfalls(req, p.inv, v.pool.Caps)
 		if len(s) == 0 {
 			return
@@ -433,7 +435,7 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 	}
 	reported := false
 	for _, d := range shortfalls(req, ledger.Inventory{}, ledger.PoolCaps{}) {
-		if missing[d] == len(v.profiles) {
+		if missing[d] == n {
 			report(j.Name, d.code, "no node profile in pool %q offers %s", v.pool.Name, d.what)
 			reported = true
 		}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/hashicorp/go-memdb"
+
 	"github.com/amserver/amserver/ledger"
 )
 
@@ -286,31 +288,56 @@ type profile struct {
 	inv  ledger.Inventory
 }
 
-// poolProfiles lists the pool's profiles, instance types first. Registered
+// profileSource lists a pool's profiles, instance types first. Registered
 // nodes count in elastic pools too: a job that fits one is placeable. Each
 // profile gains what the pool's node services would provide on it, so a job
-// needing a service-provided capability is not rejected.
-func poolProfiles(st *State, p *Pool) []profile {
-	var services []*NodeService
+// needing a service-provided capability is not rejected. Nodes are read
+// only as far as a check asks: the API validates every create against the
+// full list, and a job that fits the first node then costs one profile
+// instead of one per node of the pool (a scan of thousands per create).
+type profileSource struct {
+	seen     []profile
+	services []*NodeService
+	nodes    memdb.ResultIterator // nil once exhausted
+}
+
+func poolProfiles(st *State, p *Pool) *profileSource {
+	src := &profileSource{}
 	for _, s := range st.Services() {
 		if slices.Contains(s.Pools, p.Name) {
-			services = append(services, s)
+			src.services = append(src.services, s)
 		}
 	}
-	var out []profile
 	if p.Kind == PoolElastic {
 		for _, it := range p.InstanceTypes {
 			inv := ledger.Inventory{Allocatable: it.TotalCapacity, TotalCores: it.TotalCores, GPUs: it.GPUs}
-			inv.Capabilities = withServices(it.Capabilities, nil, services)
-			out = append(out, profile{name: "instance type " + strconv.Quote(it.Name), inv: inv})
+			inv.Capabilities = withServices(it.Capabilities, nil, src.services)
+			src.seen = append(src.seen, profile{name: "instance type " + strconv.Quote(it.Name), inv: inv})
 		}
 	}
-	for _, n := range st.Nodes(p.Name) {
-		inv := n.Inventory()
-		inv.Capabilities = withServices(n.Capabilities, n.Provided, services)
-		out = append(out, profile{name: "node " + strconv.Quote(n.ID), inv: inv})
+	if it, err := st.txn.Get(tableNodes, "pool", p.Name); err == nil {
+		src.nodes = it
 	}
-	return out
+	return src
+}
+
+// at returns the i-th profile, reading nodes up to it.
+func (s *profileSource) at(i int) (profile, bool) {
+	for len(s.seen) <= i && s.nodes != nil {
+		raw := s.nodes.Next()
+		if raw == nil {
+			s.nodes = nil
+			break
+		}
+		n := raw.(*Node)
+		inv := n.Inventory()
+		inv.Capabilities = withServices(n.Capabilities, n.Provided, s.services)
+		s.seen = append(s.seen, profile{name: "node " + strconv.Quote(n.ID), inv: inv})
+	}
+	if i < len(s.seen) {
+		return s.seen[i], true
+	}
+	return profile{}, false
 }
 
 // withServices merges into base what is provided now plus what each service
