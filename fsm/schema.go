@@ -28,7 +28,8 @@ var Tables = []string{
 	tableServices, tableEvents, tableMeta, tableIndex,
 }
 
-// reservationRow stores a ledger reservation under its key string.
+// reservationRow stores a node service's ledger reservation under its key
+// string; bundles' reservations are derived from their rows (reservations.go).
 type reservationRow struct {
 	ID          string
 	BundleID    string
@@ -64,64 +65,74 @@ func eventID(index uint64, seq int) string {
 	return fmt.Sprintf("%020d-%05d", index, seq)
 }
 
-func idIndex(field string) *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: field}}
+// The indexers are typed rather than memdb's reflective StringFieldIndex:
+// every row write computes each index twice (new and old row), and the
+// reflective field lookup was a visible share of plan apply. They encode
+// exactly as StringFieldIndex does (the string, then a NUL; an empty string
+// is a missing value), so index order and snapshots are unchanged.
+
+func idIndex[T any](pick func(*T) string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: strIndexer[T]{pick: pick}}
 }
 
-func fieldIndex(name, field string) *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: name, Indexer: &memdb.StringFieldIndex{Field: field}, AllowMissing: true}
+func fieldIndex[T any](name string, pick func(*T) string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: name, Indexer: strIndexer[T]{pick: pick}, AllowMissing: true}
 }
 
 func schema() *memdb.DBSchema {
 	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
 		tableNodes: {Name: tableNodes, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"), "pool": fieldIndex("pool", "Pool"),
+			"id":   idIndex(func(n *Node) string { return n.ID }),
+			"pool": fieldIndex("pool", func(n *Node) string { return n.Pool }),
 		}},
-		tablePools: {Name: tablePools, Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Name")}},
+		tablePools: {Name: tablePools, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(p *Pool) string { return p.Name })}},
 		tableBundles: {Name: tableBundles, Indexes: map[string]*memdb.IndexSchema{
-			"id":    {Name: "id", Unique: true, Indexer: bundleIndexer{pick: func(b *Bundle) string { return b.Spec.ID }}},
-			"pool":  {Name: "pool", Indexer: bundleIndexer{pick: func(b *Bundle) string { return b.Spec.Pool }}},
-			"state": {Name: "state", Indexer: bundleIndexer{pick: func(b *Bundle) string { return b.State }}},
+			"id":    idIndex(func(b *Bundle) string { return b.Spec.ID }),
+			"state": fieldIndex("state", func(b *Bundle) string { return b.State }),
+			"node":  {Name: "node", Indexer: bundleNodesIndexer{}, AllowMissing: true},
 		}},
 		tableReservations: {Name: tableReservations, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"), "node": fieldIndex("node", "NodeID"),
+			"id":   idIndex(func(r *reservationRow) string { return r.ID }),
+			"node": fieldIndex("node", func(r *reservationRow) string { return r.NodeID }),
 		}},
 		tableAssignments: {Name: tableAssignments, Indexes: map[string]*memdb.IndexSchema{
-			"id": idIndex("ID"), "node": fieldIndex("node", "NodeID"), "bundle": fieldIndex("bundle", "BundleID"),
-			"service": fieldIndex("service", "ServiceID"),
+			"id":      idIndex(func(a *Assignment) string { return a.ID }),
+			"node":    fieldIndex("node", func(a *Assignment) string { return a.NodeID }),
+			"service": fieldIndex("service", func(a *Assignment) string { return a.ServiceID }),
 		}},
-		tableServices: {Name: tableServices, Indexes: map[string]*memdb.IndexSchema{"id": idIndex("ID")}},
-		tableEvents:   {Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{"id": idIndex("ID")}},
-		tableIndex:    {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Table")}},
-		tableMeta:     {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{"id": idIndex("Key")}},
+		tableServices: {Name: tableServices, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(s *NodeService) string { return s.ID })}},
+		tableEvents:   {Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(e *eventRow) string { return e.ID })}},
+		tableIndex:    {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(r *indexRow) string { return r.Table })}},
+		tableMeta:     {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(m *metaRow) string { return m.Key })}},
 	}}
 }
 
-// bundleIndexer indexes a field of the nested spec, which StringFieldIndex
-// cannot reach.
-type bundleIndexer struct {
-	pick func(*Bundle) string
+// strIndexer indexes one string field of a row type.
+type strIndexer[T any] struct {
+	pick func(*T) string
 }
 
-func (x bundleIndexer) FromObject(obj any) (bool, []byte, error) {
-	b, ok := obj.(*Bundle)
+func (x strIndexer[T]) FromObject(obj any) (bool, []byte, error) {
+	row, ok := obj.(*T)
 	if !ok {
-		return false, nil, fmt.Errorf("bundle index: unexpected %T", obj)
+		return false, nil, fmt.Errorf("index: unexpected row %T", obj)
 	}
-	v := x.pick(b)
+	v := x.pick(row)
 	if v == "" {
 		return false, nil, nil
 	}
-	return true, append([]byte(v), 0), nil
+	out := make([]byte, len(v)+1)
+	copy(out, v)
+	return true, out, nil
 }
 
-func (x bundleIndexer) FromArgs(args ...any) ([]byte, error) {
+func (x strIndexer[T]) FromArgs(args ...any) ([]byte, error) {
 	if len(args) != 1 {
-		return nil, fmt.Errorf("bundle index: want one argument, got %d", len(args))
+		return nil, fmt.Errorf("index: want one argument, got %d", len(args))
 	}
 	s, ok := args[0].(string)
 	if !ok {
-		return nil, fmt.Errorf("bundle index: argument must be a string, got %T", args[0])
+		return nil, fmt.Errorf("index: argument must be a string, got %T", args[0])
 	}
 	return append([]byte(s), 0), nil
 }
@@ -131,5 +142,11 @@ func newDB() *memdb.MemDB {
 	if err != nil {
 		panic(fmt.Sprintf("amserver: invalid state schema: %v", err)) // a programming error, caught by every test
 	}
-	return db
+	// A memdb snapshot is the same store without watch bookkeeping: the
+	// primary tracks every radix node a write copies and closes its channel
+	// on commit, and a transaction touching more than 8,192 nodes of one
+	// index walks that index's whole tree to notify. Nothing here watches
+	// memdb (blocking queries wait on the FSM's own channel), so the state
+	// lives in a snapshot from the start.
+	return db.Snapshot()
 }

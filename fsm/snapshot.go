@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,23 +13,38 @@ import (
 )
 
 // section describes how one table is stored in a snapshot. Kinds are
-// append-only, like command types.
+// append-only, like command types: a kind whose meaning changes gets a new
+// number, so an older server refuses a snapshot it would misread ("unknown
+// section") instead of restoring it wrongly.
 type section struct {
 	kind  uint8
 	table string
 	row   func() any
+	// keep, when set, filters the rows read back; readOnly sections are
+	// never written (older snapshots only).
+	keep     func(row any) bool
+	readOnly bool
 }
 
 var sections = []section{
-	{1, tableNodes, func() any { return &Node{} }},
-	{2, tablePools, func() any { return &Pool{} }},
-	{3, tableBundles, func() any { return &Bundle{} }},
-	{4, tableReservations, func() any { return &reservationRow{} }},
-	{5, tableAssignments, func() any { return &Assignment{} }},
-	{6, tableServices, func() any { return &NodeService{} }},
-	{7, tableEvents, func() any { return &eventRow{} }},
-	{8, tableMeta, func() any { return &metaRow{} }},
-	{9, tableIndex, func() any { return &indexRow{} }},
+	{kind: 1, table: tableNodes, row: func() any { return &Node{} }},
+	{kind: 2, table: tablePools, row: func() any { return &Pool{} }},
+	{kind: 3, table: tableBundles, row: func() any { return &Bundle{} }},
+	// Kind 4 held every reservation. Bundles' reservations are now derived
+	// from the bundles (reservations.go), so only node services' rows of an
+	// old snapshot are kept; kind 10 holds just those.
+	{kind: 4, table: tableReservations, row: func() any { return &reservationRow{} }, keep: serviceRow, readOnly: true},
+	{kind: 10, table: tableReservations, row: func() any { return &reservationRow{} }},
+	{kind: 5, table: tableAssignments, row: func() any { return &Assignment{} }},
+	{kind: 6, table: tableServices, row: func() any { return &NodeService{} }},
+	{kind: 7, table: tableEvents, row: func() any { return &eventRow{} }},
+	{kind: 8, table: tableMeta, row: func() any { return &metaRow{} }},
+	{kind: 9, table: tableIndex, row: func() any { return &indexRow{} }},
+}
+
+func serviceRow(row any) bool {
+	r, ok := row.(*reservationRow)
+	return ok && isServiceKey(r.Reservation.Key)
 }
 
 func sectionByKind(kind uint8) (section, bool) {
@@ -69,37 +83,6 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release implements raft.FSMSnapshot.
 func (s *fsmSnapshot) Release() {}
-
-// WriteSnapshot writes every table of db in the snapshot format.
-func WriteSnapshot(w io.Writer, db *memdb.MemDB, index uint64) error {
-	sw, err := snapshot.NewWriter(w, snapshot.Header{Index: index})
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	txn := db.Txn(false)
-	var buf bytes.Buffer
-	enc := codec.NewEncoder(&buf, msgpackHandle)
-	for _, sec := range sections {
-		if err := sw.BeginSection(sec.kind, sec.table); err != nil {
-			return fmt.Errorf("snapshot section %s: %w", sec.table, err)
-		}
-		it, err := txn.Get(sec.table, "id")
-		if err != nil {
-			return fmt.Errorf("snapshot section %s: %w", sec.table, err)
-		}
-		for raw := it.Next(); raw != nil; raw = it.Next() {
-			buf.Reset()
-			enc.Reset(&buf)
-			if err := enc.Encode(raw); err != nil {
-				return fmt.Errorf("snapshot encode %s row: %w", sec.table, err)
-			}
-			if err := sw.Record(buf.Bytes()); err != nil {
-				return fmt.Errorf("snapshot write %s row: %w", sec.table, err)
-			}
-		}
-	}
-	return sw.Close()
-}
 
 // Restore implements raft.FSM: it builds a fresh store from the snapshot and
 // swaps it in only when the whole snapshot read back with a valid checksum,
@@ -201,7 +184,9 @@ func decodeRows(sr *snapshot.Reader, out chan<- decodedBatch, done <-chan struct
 		if err := dec.Decode(row); err != nil {
 			return fmt.Errorf("restore: decode %s row: %w", sec.table, err)
 		}
-		cur.rows = append(cur.rows, row)
+		if sec.keep == nil || sec.keep(row) {
+			cur.rows = append(cur.rows, row)
+		}
 	}
 }
 

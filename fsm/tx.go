@@ -24,8 +24,10 @@ type tx struct {
 
 var _ ledger.Store = txLedger{}
 
-func newTx(db *memdb.MemDB, index uint64) *tx {
-	t := &tx{State: State{txn: db.Txn(true)}, index: index, changed: map[string]bool{}}
+// newTx starts a command in txn, a write transaction it may share with the
+// commands before it in a batch.
+func newTx(txn *memdb.Txn, index uint64) *tx {
+	t := &tx{State: State{txn: txn}, index: index, changed: map[string]bool{}}
 	t.now = t.LastTimer()
 	return t
 }
@@ -163,13 +165,20 @@ func (l txLedger) SetPoolUsage(pool string, used ledger.PoolUsage) {
 	l.t.putPool(&cp)
 }
 
-// PutReservation implements ledger.Store.
+// PutReservation implements ledger.Store. A bundle's reservation is its
+// placed job, which the caller writes with the bundle (reservations.go);
+// only node services' reservations are rows.
 func (l txLedger) PutReservation(r ledger.Reservation) {
-	l.t.insert(tableReservations, &reservationRow{ID: r.Key.String(), BundleID: r.Key.Bundle, NodeID: r.Node, Reservation: r})
+	if isServiceKey(r.Key) {
+		l.t.insert(tableReservations, &reservationRow{ID: r.Key.String(), BundleID: r.Key.Bundle, NodeID: r.Node, Reservation: r})
+	}
 }
 
-// DeleteReservation implements ledger.Store.
+// DeleteReservation implements ledger.Store; see PutReservation.
 func (l txLedger) DeleteReservation(k ledger.Key) {
+	if !isServiceKey(k) {
+		return
+	}
 	if row := first[reservationRow](l.t.txn, tableReservations, "id", k.String()); row != nil {
 		l.t.delete(tableReservations, row)
 	}
