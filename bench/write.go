@@ -174,9 +174,12 @@ func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int
 		return Result{}, 0, err
 	}
 	o.Logger.Info("measured", "system", r.sys.name, "c", conc, "ops/s", int(m.rate()), "errors", m.errors)
-	note := fmt.Sprintf("%d ops in %s, CPU %.2f ms/op (%.2f cores); %s; %d B payload",
+	note := fmt.Sprintf("%d ops in %s, CPU %.2f ms/op (%.2f cores)",
 		m.ops, m.elapsed.Round(time.Millisecond), float64(m.cpuPerOp().Microseconds())/1000,
-		m.cpu.Seconds()/m.elapsed.Seconds(), r.sys.note, payload)
+		m.cpu.Seconds()/m.elapsed.Seconds())
+	if conc == writeConcurrencies[0] { // the setup once per system keeps the table readable
+		note += fmt.Sprintf("; %s; %d B payload", r.sys.note, payload)
+	}
 	if m.errors > 0 {
 		note += fmt.Sprintf("; %d failed writes not counted (first: %v)", m.errors, m.firstErr)
 	}
