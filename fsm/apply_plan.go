@@ -27,13 +27,9 @@ type PartRejection struct {
 func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 	t.advance(p.Now)
 	res := &PlanResult{}
-	// Ledger writes of every part go to one plan-wide overlay, written to
-	// the state once at the end: a node or pool that many parts touch is
-	// then one row write instead of one per part (binpack puts many parts
-	// on the same nodes). The final rows are the same either way.
-	planLedger := ledger.NewOverlay(t.ledgerStore())
+	pl := newPlanLedger(t)
 	for i := range p.Parts {
-		bundleID, err := t.applyPart(planLedger, &p.Parts[i])
+		bundleID, err := t.applyPart(pl, &p.Parts[i])
 		if err != nil {
 			res.Rejected = append(res.Rejected, PartRejection{
 				Part: i, BundleID: bundleID, Reason: err.Error(), Exhausted: errors.Is(err, ledger.ErrExhausted),
@@ -42,7 +38,7 @@ func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 		}
 		res.Committed = append(res.Committed, i)
 	}
-	planLedger.Commit()
+	pl.flush()
 	return res, nil
 }
 
@@ -58,8 +54,8 @@ type staged struct {
 // applyPart re-checks one part against the plan's ledger through an
 // overlay of its own; only if every update fits does anything reach the
 // plan's ledger and the transaction.
-func (t *tx) applyPart(planLedger *ledger.Overlay, part *PlanPart) (string, error) {
-	overlay := ledger.NewOverlay(planLedger)
+func (t *tx) applyPart(pl *planLedger, part *PlanPart) (string, error) {
+	overlay := ledger.NewOverlay(pl)
 	seen := map[string]bool{}
 	var stages []*staged
 	for i := range part.Updates {
@@ -85,24 +81,24 @@ func (t *tx) applyPart(planLedger *ledger.Overlay, part *PlanPart) (string, erro
 	if len(svc) > 0 {
 		// Withdrawing a service's capabilities reads and releases through
 		// the state itself, so the plan's ledger must be there first.
-		planLedger.Commit()
+		pl.flush()
 		t.commitServices(svc)
 	}
 	for _, st := range stages {
-		t.drainedEvents(planLedger, st.released)
+		t.drainedEvents(pl, st.released)
 	}
 	return "", nil
 }
 
 // drainedEvents announces draining nodes that this part left empty; usage
 // is read through the plan's ledger, which holds the part's releases.
-func (t *tx) drainedEvents(planLedger *ledger.Overlay, nodes []string) {
+func (t *tx) drainedEvents(pl *planLedger, nodes []string) {
 	for _, id := range nodes {
 		n := t.State.Node(id)
 		if n == nil || !n.Draining || t.announced(id) {
 			continue
 		}
-		if _, used, _ := planLedger.Node(id); used.Reservations == 0 {
+		if _, used, _ := pl.Node(id); used.Reservations == 0 {
 			t.event("nodeDrained", "", id, "node %s is drained: nothing is placed on it", id)
 		}
 	}

@@ -126,15 +126,26 @@ func encodeChunks(jobs <-chan *snapChunk) {
 		ends := make([]int, 0, len(c.rows))
 		var err error
 		for _, row := range c.rows {
-			enc.Reset(&buf)
-			if err = enc.Encode(row); err != nil {
-				err = fmt.Errorf("snapshot encode %s row: %w", c.sec.table, err)
+			if err = encodeRow(c.sec, &buf, enc, row); err != nil {
 				break
 			}
 			ends = append(ends, buf.Len())
 		}
 		c.done <- encodedChunk{data: bytes.Clone(buf.Bytes()), ends: ends, err: err}
 	}
+}
+
+// encodeRow appends one row's record to buf.
+func encodeRow(sec section, buf *bytes.Buffer, enc *codec.Encoder, row any) error {
+	if sec.encode != nil {
+		buf.Write(sec.encode(buf.AvailableBuffer(), row)) // appends in place when it fits
+		return nil
+	}
+	enc.Reset(buf)
+	if err := enc.Encode(row); err != nil {
+		return fmt.Errorf("snapshot encode %s row: %w", sec.table, err)
+	}
+	return nil
 }
 
 // writeChunks writes sections and records in order as chunks complete.

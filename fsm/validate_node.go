@@ -264,16 +264,22 @@ func ValidateService(s *NodeService) error {
 }
 
 // poolClouds returns the sorted distinct clouds of a pool's tiers, or of its
-// nodes' cloud labels when it has no tiers (DESIGN §2.2).
+// nodes' cloud labels when it has no tiers (DESIGN §2.2). Only whether a pool
+// spans two clouds matters to its caller, so the node scan (every create of
+// a sameCloud-forbid bundle, on every replica) stops at the second cloud.
 func poolClouds(st *State, p *Pool) []string {
 	var clouds []string
 	if len(p.Tiers) > 0 {
 		for _, t := range p.Tiers {
 			clouds = append(clouds, t.Cloud)
 		}
-	} else {
-		for _, n := range st.Nodes(p.Name) {
-			clouds = append(clouds, n.Cloud())
+	} else if it, err := st.txn.Get(tableNodes, "pool", p.Name); err == nil {
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if c := raw.(*Node).Cloud(); c != "" && !slices.Contains(clouds, c) {
+				if clouds = append(clouds, c); len(clouds) == 2 {
+					break
+				}
+			}
 		}
 	}
 	slices.Sort(clouds)
