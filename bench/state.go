@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
+	"github.com/amserver/amserver/scheduler"
+)
+
+// The "state" suite: what one server's replicated state costs at 100,000
+// placed bundles (quick: 10,000). The state is built by applying Raft log
+// entries to an FSM exactly as every replica does (creates, then plans of
+// 256 bundles), so memory is one server's; then a Raft snapshot of it is
+// saved to disk and restored into a fresh FSM.
+
+func init() { Suites["state"] = runState }
+
+const (
+	stateNodes    = 5000
+	statePool     = "main"
+	statePlanSize = 256
+	stateRSSLimit = 1 << 30 // bytes per server
+)
+
+func runState(ctx context.Context, o Options) ([]Result, error) {
+	bundles := 100_000
+	if o.Quick {
+		bundles = 10_000
+	}
+	base := settledMemory()
+	d, load, err := loadState(ctx, bundles)
+	if err != nil {
+		return nil, fmt.Errorf("state: load: %w", err)
+	}
+	loaded := settledMemory()
+	progressf(o, "state: %d bundles loaded", bundles)
+	out := append(load.results(bundles), memoryResults(bundles, base, loaded)...)
+	snap, err := measureSnapshot(d.fsm, filepath.Join(o.Dir, "state"), bundles)
+	out = append(out, snap...)
+	runtime.KeepAlive(d)
+	if err != nil {
+		return out, fmt.Errorf("state: %w", err)
+	}
+	return out, nil
+}
+
+// loadTimes is how long one replica spent applying the loading commands,
+// in wall time and in process CPU (garbage collection included).
+type loadTimes struct {
+	creates, plans       time.Duration
+	createsCPU, plansCPU time.Duration
+}
+
+func (l loadTimes) results(bundles int) []Result {
+	us := func(d time.Duration, n int) string {
+		return fmt.Sprintf("%.1f µs CPU each (GC included)", float64(d.Microseconds())/float64(n))
+	}
+	return []Result{
+		{Suite: "state", Name: "FSM apply: bundle creates (one replica)", Value: float64(bundles) / l.creates.Seconds(), Unit: "bundles/s",
+			Note: "one Raft entry each, as the API submits them; " + us(l.createsCPU, bundles)},
+		{Suite: "state", Name: "FSM apply: plans (one replica)", Value: float64(2*bundles) / l.plans.Seconds(), Unit: "jobs/s",
+			Note: fmt.Sprintf("plans of %d 2-job bundles up to %d bundles; %s", statePlanSize, bundles, us(l.plansCPU, 2*bundles))},
+	}
+}
+
+// loadState builds an FSM holding bundles placed 2-job bundles on 5,000
+// nodes, through the same commands a leader commits, timing the creates and
+// the plans apart.
+func loadState(ctx context.Context, bundles int) (*fsmDriver, loadTimes, error) {
+	var lt loadTimes
+	d := newFSMDriver(scheduler.NewEngine(scheduler.Options{}))
+	if _, err := d.apply(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: statePool}}); err != nil {
+		return nil, lt, err
+	}
+	for i := range stateNodes {
+		n := clusterNode(i)
+		n.Pool = statePool
+		if err := d.readyNode(n); err != nil {
+			return nil, lt, err
+		}
+	}
+	for first := 0; first < bundles; first += statePlanSize {
+		if err := ctx.Err(); err != nil {
+			return nil, lt, fmt.Errorf("loading: %w", err)
+		}
+		plan := &fsm.Plan{}
+		start, cpu := time.Now(), stateProcessCPU()
+		for i := first; i < min(first+statePlanSize, bundles); i++ {
+			spec := stateSpec(i)
+			if _, err := d.apply(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec}); err != nil {
+				return nil, lt, err
+			}
+			plan.Parts = append(plan.Parts, statePart(spec.ID, i))
+		}
+		lt.creates += time.Since(start)
+		lt.createsCPU += stateProcessCPU() - cpu
+		start, cpu = time.Now(), stateProcessCPU()
+		if err := applyPlanAll(d, plan); err != nil {
+			return nil, lt, err
+		}
+		lt.plans += time.Since(start)
+		lt.plansCPU += stateProcessCPU() - cpu
+	}
+	return d, lt, nil
+}
+
+// stateSpec is a typical channel: an encoder and a muxer with a launch
+// command and a few tags.
+func stateSpec(i int) fsm.BundleSpec {
+	id := fmt.Sprintf("channel-%06d", i)
+	launch := func(bin string) fsm.Launch {
+		return fsm.Launch{Driver: "exec", Command: []string{"/usr/bin/" + bin, "--channel", id}}
+	}
+	return fsm.BundleSpec{
+		ID: id, Pool: statePool,
+		Jobs: []fsm.Job{
+			{Name: "enc", Requirements: ledger.Request{Capacity: 500}, Launch: launch("encoder")},
+			{Name: "mux", Requirements: ledger.Request{Capacity: 250}, CoLocateWith: []string{"enc"}, Launch: launch("muxer")},
+		},
+		Tags: map[string]string{"team": "video", "channel": id},
+	}
+}
+
+// statePart places both jobs of bundle i on one node, round robin.
+func statePart(id string, i int) fsm.PlanPart {
+	node := clusterNode(i % stateNodes).ID
+	return fsm.PlanPart{Updates: []fsm.BundleUpdate{{BundleID: id, Place: []fsm.Place{
+		{Slot: 0, Job: "enc", Node: node, Grant: ledger.Grant{Capacity: 500}},
+		{Slot: 0, Job: "mux", Node: node, Grant: ledger.Grant{Capacity: 250}},
+	}}}}
+}
+
+func applyPlanAll(d *fsmDriver, plan *fsm.Plan) error {
+	res, err := d.apply(fsm.ApplyPlanType, plan)
+	if err != nil {
+		return err
+	}
+	if pr, ok := res.Value.(*fsm.PlanResult); !ok || len(pr.Rejected) > 0 {
+		return fmt.Errorf("plan parts rejected: %+v", res.Value)
+	}
+	return nil
+}
+
+// memSample is the heap in use and the process's resident set.
+type memSample struct {
+	heap uint64
+	rss  uint64
+}
+
+// settledMemory collects garbage and returns freed pages to the OS before
+// sampling, so that RSS reflects what is live.
+func settledMemory() memSample {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return memSample{heap: ms.HeapAlloc, rss: processRSS(ms)} // HeapAlloc right after a GC: the live heap
+}
+
+func memoryResults(bundles int, base, loaded memSample) []Result {
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	heap := loaded.heap - min(base.heap, loaded.heap)
+	return []Result{
+		{Suite: "state", Name: fmt.Sprintf("RSS per server, %d bundles", bundles), Value: mib(loaded.rss), Unit: "MiB",
+			Target: "< 1 GiB", Met: Met(loaded.rss < stateRSSLimit),
+			Note: fmt.Sprintf("whole bench process holding one replica's state (%.0f MiB before loading)", mib(base.rss))},
+		{Suite: "state", Name: fmt.Sprintf("state heap, %d bundles", bundles), Value: mib(heap), Unit: "MiB",
+			Note: fmt.Sprintf("%d nodes, 2 placed jobs per bundle, event log full", stateNodes)},
+		{Suite: "state", Name: "state heap per bundle", Value: float64(heap) / float64(bundles), Unit: "bytes"},
+	}
+}
+
+// measureSnapshot saves a Raft snapshot of f to a file (fsynced, as raft's
+// file store does) and restores it into a fresh FSM, checking that the
+// restored state's digest equals the original's.
+func measureSnapshot(f *fsm.FSM, dir string, bundles int) ([]Result, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("snapshot dir: %w", err)
+	}
+	path := filepath.Join(dir, "state.snap")
+	defer os.Remove(path)
+	save, size, err := timeSave(f, path)
+	if err != nil {
+		return nil, err
+	}
+	fresh := fsm.New(fsm.Config{})
+	restore, err := timeRestore(fresh, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameDigest(f, fresh); err != nil {
+		return nil, err
+	}
+	return snapshotResults(bundles, save, restore, size), nil
+}
+
+func timeSave(f *fsm.FSM, path string) (time.Duration, int64, error) {
+	start := time.Now()
+	snap, err := f.Snapshot()
+	if err != nil {
+		return 0, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	defer snap.Release()
+	file, err := os.Create(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("snapshot file: %w", err)
+	}
+	defer file.Close()
+	bw := bufio.NewWriterSize(file, 1<<20)
+	if err := fsm.PersistTo(snap, bw); err != nil {
+		return 0, 0, fmt.Errorf("persist: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return 0, 0, fmt.Errorf("persist: %w", err)
+	}
+	if err := file.Sync(); err != nil {
+		return 0, 0, fmt.Errorf("persist: %w", err)
+	}
+	elapsed := time.Since(start)
+	info, err := file.Stat()
+	if err != nil {
+		return 0, 0, fmt.Errorf("snapshot size: %w", err)
+	}
+	return elapsed, info.Size(), nil
+}
+
+func timeRestore(f *fsm.FSM, path string) (time.Duration, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("open snapshot: %w", err)
+	}
+	start := time.Now()
+	if err := f.Restore(file); err != nil { // Restore closes the file
+		return 0, fmt.Errorf("restore: %w", err)
+	}
+	return time.Since(start), nil
+}
+
+func sameDigest(a, b *fsm.FSM) error {
+	da, err := a.State().Digest()
+	if err != nil {
+		return fmt.Errorf("digest: %w", err)
+	}
+	db, err := b.State().Digest()
+	if err != nil {
+		return fmt.Errorf("digest: %w", err)
+	}
+	if da != db {
+		return fmt.Errorf("restored state differs from the saved one (digest %s vs %s)", db, da)
+	}
+	return nil
+}
+
+func snapshotResults(bundles int, save, restore time.Duration, size int64) []Result {
+	// The target is 5 s per 100,000 bundles; a quick run scales it down.
+	limit := 5 * time.Second * time.Duration(bundles) / 100_000
+	total := save + restore
+	return []Result{
+		{Suite: "state", Name: fmt.Sprintf("snapshot save + restore, %d bundles", bundles), Value: total.Seconds(), Unit: "s",
+			Target: fmt.Sprintf("< %v", limit), Met: Met(total < limit),
+			Note: fmt.Sprintf("save %.2fs (to disk, fsynced), restore %.2fs (into a fresh FSM)", save.Seconds(), restore.Seconds())},
+		{Suite: "state", Name: "snapshot save", Value: save.Seconds(), Unit: "s"},
+		{Suite: "state", Name: "snapshot restore", Value: restore.Seconds(), Unit: "s"},
+		{Suite: "state", Name: fmt.Sprintf("snapshot size, %d bundles", bundles), Value: float64(size) / (1 << 20), Unit: "MiB"},
+	}
+}
