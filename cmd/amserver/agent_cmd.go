@@ -28,6 +28,10 @@ type agentFlags struct {
 	join, servers      []string
 	pool, az, cloud    string
 	timeoutScale       float64
+	probeInterval      time.Duration
+	probeTimeout       time.Duration
+	suspicionMult      int
+	suspicionMaxMult   int
 	deadServerCleanup  time.Duration
 	deleteTimeout      time.Duration
 	logLevel           string
@@ -74,6 +78,11 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.az, "az", "", "failure domain: availability zone label")
 	fl.StringVar(&f.cloud, "cloud", "", "failure domain: cloud label")
 	fl.Float64Var(&f.timeoutScale, "timeout-scale", 1, "multiplier for every Raft timeout (raise on slow or loaded hosts)")
+	gd := gossip.DefaultConfig()
+	fl.DurationVar(&f.probeInterval, "gossip-probe-interval", gd.ProbeInterval, "how often a member probes another; dead-node detection scales with it (same on every member)")
+	fl.DurationVar(&f.probeTimeout, "gossip-probe-timeout", gd.ProbeTimeout, "wait for a direct probe ack before asking others to probe; below --gossip-probe-interval")
+	fl.IntVar(&f.suspicionMult, "gossip-suspicion-mult", gd.SuspicionMult, "probe intervals a suspect member has to refute before it is declared dead (× log10 of members past 10)")
+	fl.IntVar(&f.suspicionMaxMult, "gossip-suspicion-max-mult", gd.SuspicionMaxMult, "how many times longer a suspect has while too few members confirm the suspicion")
 	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -132,6 +141,12 @@ func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 func (f *agentFlags) gossipConfig(logger *slog.Logger) (gossip.Config, error) {
 	gc := gossip.DefaultConfig()
 	gc.Logger = logger
+	if f.probeTimeout >= f.probeInterval || f.suspicionMult < 1 || f.suspicionMaxMult < 1 {
+		return gc, fmt.Errorf("--gossip-probe-timeout %s must be below --gossip-probe-interval %s, and the suspicion multipliers at least 1",
+			f.probeTimeout, f.probeInterval)
+	}
+	gc.ProbeInterval, gc.ProbeTimeout = f.probeInterval, f.probeTimeout
+	gc.SuspicionMult, gc.SuspicionMaxMult = f.suspicionMult, f.suspicionMaxMult
 	host, port, err := splitAddr(f.gossipAddr, f.bind, agent.DefaultGossipPort)
 	if err != nil {
 		return gc, fmt.Errorf("--gossip-addr: %w", err)
