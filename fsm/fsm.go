@@ -43,6 +43,7 @@ type FSM struct {
 	db       *memdb.MemDB
 	changeCh chan struct{}
 	applied  atomic.Uint64 // raft index of the last applied entry
+	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
 	handlers [256]handler
 }
 
@@ -216,7 +217,9 @@ type created struct {
 func (f *FSM) State() *State {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return newState(f.db)
+	st := newState(f.db)
+	st.db, st.nodes = f.db, &f.nodeList
+	return st
 }
 
 // WatchCh returns a channel closed at the next committed change (or

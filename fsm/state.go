@@ -11,6 +11,10 @@ import (
 // it returns are shared: never modify them.
 type State struct {
 	txn *memdb.Txn
+	// db and nodes serve Nodes("") from a listing cache (nodelist.go); nil
+	// in write transactions, whose nodes change under them.
+	db    *memdb.MemDB
+	nodes *nodeCache
 }
 
 func newState(db *memdb.MemDB) *State {
@@ -46,7 +50,7 @@ func (s *State) Node(id string) *Node { return first[Node](s.txn, tableNodes, "i
 // Nodes returns nodes sorted by id; pool "" means every pool.
 func (s *State) Nodes(pool string) []*Node {
 	if pool == "" {
-		return all[Node](s.txn, tableNodes, "id")
+		return s.allNodes()
 	}
 	return all[Node](s.txn, tableNodes, "pool", pool)
 }
