@@ -13,24 +13,41 @@ import (
 // processRSS is the process's resident set from /proc/self/status (Linux);
 // elsewhere it falls back to the memory the Go runtime obtained from the OS.
 func processRSS(ms runtime.MemStats) uint64 {
+	if kb, ok := procStatus("VmRSS:"); ok {
+		return kb << 10
+	}
+	return ms.Sys
+}
+
+// peakRSS is the process's resident high-water mark (VmHWM), 0 if unknown.
+func peakRSS() uint64 {
+	kb, _ := procStatus("VmHWM:")
+	return kb << 10
+}
+
+// resetPeakRSS starts the high-water mark again from the current resident
+// set (Linux clear_refs 5), so a peak belongs to what follows; best effort.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// procStatus reads one kB field of /proc/self/status.
+func procStatus(field string) (uint64, bool) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return ms.Sys
+		return 0, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field)
 		if !ok {
 			continue
 		}
 		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			break
-		}
-		return kb << 10
+		return kb, err == nil
 	}
-	return ms.Sys
+	return 0, false
 }
 
 // stateProcessCPU is the CPU time (user and system) this process has used;
