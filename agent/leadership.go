@@ -82,7 +82,7 @@ func (s *Server) lead(ctx context.Context) {
 func (s *Server) establish(ctx context.Context) error {
 	var err error
 	for range barrierAttempts {
-		if err = waitFuture(ctx, s.raft.Barrier(10*time.Second)); err == nil {
+		if err = s.store.wait(ctx, s.raft.Barrier(10*time.Second)); err == nil {
 			return nil
 		}
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || ctx.Err() != nil {

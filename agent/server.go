@@ -277,6 +277,7 @@ func (s *Server) markStopped() bool {
 }
 
 func (s *Server) stop(ctx context.Context) error {
+	s.store.stop()
 	if s.cancel != nil {
 		s.cancel()
 	}

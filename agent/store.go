@@ -33,11 +33,21 @@ type Store struct {
 	readyMu   sync.Mutex
 	readyCh   chan struct{} // closed when ready becomes true
 	leaderDir func(id string) string
+
+	stopping  chan struct{} // closed when the server starts to stop
+	closeOnce sync.Once
 }
 
 func newStore(r *raft.Raft, f *fsm.FSM, clock Clock, httpAddrOf func(id string) string) *Store {
-	return &Store{raft: r, fsm: f, clock: clock, readyCh: make(chan struct{}), leaderDir: httpAddrOf}
+	return &Store{
+		raft: r, fsm: f, clock: clock, readyCh: make(chan struct{}), leaderDir: httpAddrOf,
+		stopping: make(chan struct{}),
+	}
 }
+
+// stop releases every request waiting on Raft: the HTTP server's graceful
+// shutdown would otherwise wait its whole grace period for them.
+func (s *Store) stop() { s.closeOnce.Do(func() { close(s.stopping) }) }
 
 // State returns the local FSM's read view.
 func (s *Store) State() *fsm.State { return s.fsm.State() }
@@ -91,7 +101,7 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 		return s.ackEarly(data, timeout), nil
 	}
 	f := s.raft.Apply(data, timeout)
-	if err := waitFuture(ctx, f); err != nil {
+	if err := s.wait(ctx, f); err != nil {
 		return nil, classifyApplyError(err)
 	}
 	res, ok := f.Response().(*fsm.Result)
@@ -109,18 +119,24 @@ func (s *Store) ackEarly(data []byte, timeout time.Duration) *fsm.Result {
 	return res
 }
 
-// waitFuture waits for a Raft future, or for ctx. Raft's timeout bounds
-// only the enqueue, and a future whose entry was handed to the FSM when Raft
-// shut down is never answered; without ctx a duty would block the shutdown
-// forever. Giving up this way leaves the outcome unknown, which it is.
-func waitFuture(ctx context.Context, f raft.Future) error {
+// errStopping ends a wait on Raft when the server stops.
+var errStopping = errors.New("server is stopping")
+
+// wait waits for a Raft future, for ctx, or for the server to stop. Raft's
+// timeout bounds only the enqueue, and a future whose entry was handed to
+// the FSM as Raft shut down is never answered; without this a request or a
+// duty would block the shutdown forever. Giving up leaves the outcome
+// unknown, which it is.
+func (s *Store) wait(ctx context.Context, f raft.Future) error {
 	done := make(chan error, 1)
 	go func() { done <- f.Error() }()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the commit: %w", ctx.Err())
+		return fmt.Errorf("waiting for Raft: %w", ctx.Err())
+	case <-s.stopping:
+		return fmt.Errorf("waiting for Raft: %w", errStopping)
 	}
 }
 
@@ -149,12 +165,12 @@ func (s *Store) ReadBarrier(ctx context.Context, mode httpapi.ReadMode) error {
 		return err
 	}
 	if mode == httpapi.ReadConsistent {
-		if err := waitFuture(ctx, s.raft.Barrier(timeoutOf(ctx))); err != nil {
+		if err := s.wait(ctx, s.raft.Barrier(timeoutOf(ctx))); err != nil {
 			return classifyReadError(err)
 		}
 	}
 	target := s.raft.LastIndex()
-	if err := waitFuture(ctx, s.raft.VerifyLeader()); err != nil {
+	if err := s.wait(ctx, s.raft.VerifyLeader()); err != nil {
 		return classifyReadError(err)
 	}
 	return s.waitApplied(ctx, target)
