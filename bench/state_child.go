@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+)
+
+// The state suite measures the resident memory of one server's state, so it
+// runs in a fresh process: in the process that ran the other suites, their
+// clusters and worlds (freed or not yet) made up half the resident set.
+// runState starts this same executable with stateChildEnv set; init sees
+// it, runs measureState and writes the rows as JSON on stdout.
+
+const stateChildEnv = "AMBENCH_STATE_CHILD"
+
+// stateChildArgs is what the parent passes the child.
+type stateChildArgs struct {
+	Quick bool   `json:"quick"`
+	Dir   string `json:"dir"`
+}
+
+// stateChildOut is what the child answers.
+type stateChildOut struct {
+	Results []Result `json:"results"`
+	Err     string   `json:"err,omitempty"`
+}
+
+func init() {
+	if arg := os.Getenv(stateChildEnv); arg != "" {
+		os.Exit(stateChild(arg, os.Stdout))
+	}
+}
+
+func runState(ctx context.Context, o Options) ([]Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("state: find the executable: %w", err)
+	}
+	arg, err := json.Marshal(stateChildArgs{Quick: o.Quick, Dir: o.Dir})
+	if err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe)
+	cmd.Env = append(os.Environ(), stateChildEnv+"="+string(arg))
+	cmd.Stderr = os.Stderr
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	runErr := cmd.Run()
+	var out stateChildOut
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return nil, errors.Join(fmt.Errorf("state: child process: %w", err), runErr)
+	}
+	if out.Err != "" {
+		return out.Results, fmt.Errorf("state: %s", out.Err)
+	}
+	return out.Results, runErr
+}
+
+// stateChild runs the suite for runState and returns the exit code.
+func stateChild(arg string, w io.Writer) int {
+	var args stateChildArgs
+	if err := json.Unmarshal([]byte(arg), &args); err != nil {
+		fmt.Fprintf(os.Stderr, "state child: %v\n", err)
+		return 2
+	}
+	rs, err := measureState(context.Background(), Options{Quick: args.Quick, Dir: args.Dir})
+	out := stateChildOut{Results: rs}
+	if err != nil {
+		out.Err = err.Error()
+	}
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		fmt.Fprintf(os.Stderr, "state child: %v\n", err)
+		return 2
+	}
+	return 0
+}
