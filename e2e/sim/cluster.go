@@ -127,7 +127,10 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	s.httpAddr = ln.Addr().String()
 	c.mu.Unlock()
 	s.proxy.setTarget(s.httpAddr)
-	_, tr := raft.NewInmemTransportWithTimeout(raft.ServerAddress(s.id), 200*time.Millisecond)
+	// The timeout bounds every RPC, InstallSnapshot included: at 200 ms a
+	// restarted server on a loaded machine never finished catching up. Cut
+	// links fail at once, so a long timeout costs nothing elsewhere.
+	_, tr := raft.NewInmemTransportWithTimeout(raft.ServerAddress(s.id), 2*time.Second)
 	cfg := agent.Config{
 		NodeID: s.id, HTTPListener: ln, Transport: tr, MemStores: s.stores,
 		Bootstrap: true, Peers: peers, PeerHTTP: httpAddrs, TimeoutScale: c.scale,
