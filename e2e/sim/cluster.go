@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
-	"github.com/amserver/amserver/e2e/workload"
 	"github.com/amserver/amserver/gossip"
 )
 
@@ -27,6 +25,7 @@ type server struct {
 	id         string
 	gossipAddr string
 	httpAddr   string
+	stable     *stableAddr // the HTTP socket, kept across restarts
 	stores     *agent.MemStores
 	proxy      *proxy
 	srv        *agent.Server // nil while crashed
@@ -57,19 +56,18 @@ type cluster struct {
 func newCluster(logger *slog.Logger, servers, workers int, scale float64) (*cluster, error) {
 	c := &cluster{logger: logger, scale: scale, gnet: newGossipNet(), cuts: map[[2]int]bool{}}
 	for i := range servers {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		sa, err := newStableAddr()
 		if err != nil {
 			return nil, fmt.Errorf("reserve http address: %w", err)
 		}
-		addr := ln.Addr().String()
-		_ = ln.Close() // re-opened by the server on this very address
+		addr := sa.ln.Addr().String()
 		p, err := newProxy(addr)
 		if err != nil {
 			return nil, err
 		}
 		c.servers = append(c.servers, &server{
 			id: fmt.Sprintf("s%d", i+1), gossipAddr: fmt.Sprintf("10.77.0.%d:7072", i+1),
-			httpAddr: addr, stores: agent.NewMemStores(), proxy: p,
+			httpAddr: addr, stable: sa, stores: agent.NewMemStores(), proxy: p,
 		})
 	}
 	domains := [][2]string{{"az-1", "cloud-a"}, {"az-2", "cloud-a"}, {"az-3", "cloud-b"}}
@@ -119,14 +117,7 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	for _, o := range c.servers {
 		peers[o.id], httpAddrs[o.id] = o.id, o.httpAddr
 	}
-	ln, err := relisten(ctx, s.httpAddr)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	s.httpAddr = ln.Addr().String()
-	c.mu.Unlock()
-	s.proxy.setTarget(s.httpAddr)
+	ln := s.stable.listener()
 	// The timeout bounds every RPC, InstallSnapshot included: at 200 ms a
 	// restarted server on a loaded machine never finished catching up. Cut
 	// links fail at once, so a long timeout costs nothing elsewhere.
@@ -152,25 +143,6 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	c.mu.Unlock()
 	c.applyLinks()
 	return nil
-}
-
-// relisten re-opens a restarted server's HTTP address, as a restarted host
-// would; the old socket may take a moment to go. If another socket (say an
-// outgoing connection's ephemeral port) took the port meanwhile, the server
-// moves to a new one, which gossip then advertises.
-func relisten(ctx context.Context, addr string) (net.Listener, error) {
-	deadline := time.Now().Add(time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			return ln, nil
-		}
-		workload.Sleep(ctx, 20*time.Millisecond)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen for a restarted server: %w", err)
-	}
-	return ln, nil
 }
 
 func (c *cluster) crashServer(s *server) {
@@ -360,6 +332,7 @@ func (c *cluster) stop() {
 		for _, s := range c.servers {
 			c.crashServer(s)
 			s.proxy.close()
+			s.stable.close()
 		}
 	}()
 	select {

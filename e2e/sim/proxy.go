@@ -20,21 +20,8 @@ type proxy struct {
 	srv    *http.Server
 	rp     *httputil.ReverseProxy
 	mu     sync.Mutex
-	target string        // the server's HTTP address; it may move on restart
+	target string        // the server's HTTP address, stable across restarts
 	resume chan struct{} // nil while running; closed on resume
-}
-
-func (p *proxy) currentTarget() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.target
-}
-
-// setTarget points the proxy at a restarted server's new address.
-func (p *proxy) setTarget(addr string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.target = addr
 }
 
 func newProxy(target string) (*proxy, error) {
@@ -44,7 +31,7 @@ func newProxy(target string) (*proxy, error) {
 	}
 	p := &proxy{ln: ln, target: target}
 	p.rp = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(&url.URL{Scheme: "http", Host: p.currentTarget()})
+		r.SetURL(&url.URL{Scheme: "http", Host: p.target})
 		r.Out.Host = r.In.Host
 	}}
 	p.rp.Transport = &http.Transport{MaxIdleConnsPerHost: 32, IdleConnTimeout: 5 * time.Second}
