@@ -35,6 +35,8 @@ const (
 	DeleteServiceType    MessageType = 15
 	TimerType            MessageType = 16
 	RecordEventType      MessageType = 17
+	UpsertACLTokenType   MessageType = 18
+	DeleteACLTokenType   MessageType = 19
 )
 
 // String names a command type for logs and errors.
@@ -54,6 +56,7 @@ var messageTypeNames = map[MessageType]string{
 	ApplyPlanType: "ApplyPlan", AssignmentStatusType: "AssignmentStatus",
 	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
 	TimerType: "Timer", RecordEventType: "RecordEvent",
+	UpsertACLTokenType: "UpsertACLToken", DeleteACLTokenType: "DeleteACLToken",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.

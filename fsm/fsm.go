@@ -83,6 +83,8 @@ func (f *FSM) registerHandlers() {
 	f.handlers[DeleteServiceType] = decoded(f.applyDeleteService)
 	f.handlers[TimerType] = decoded(f.applyTimer)
 	f.handlers[RecordEventType] = decoded(f.applyRecordEvent)
+	f.handlers[UpsertACLTokenType] = decoded(f.applyUpsertACLToken)
+	f.handlers[DeleteACLTokenType] = decoded(f.applyDeleteACLToken)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

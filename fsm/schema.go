@@ -25,7 +25,7 @@ const (
 // restore sees every row before the indexes that describe them.
 var Tables = []string{
 	tableNodes, tablePools, tableBundles, tableReservations, tableAssignments,
-	tableServices, tableEvents, tableMeta, tableIndex,
+	tableServices, tableEvents, tableMeta, tableACLTokens, tableIndex,
 }
 
 // reservationRow stores a node service's ledger reservation under its key
@@ -104,6 +104,10 @@ func schema() *memdb.DBSchema {
 		tableEvents:   {Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(e *eventRow) string { return e.ID })}},
 		tableIndex:    {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(r *indexRow) string { return r.Table })}},
 		tableMeta:     {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(m *metaRow) string { return m.Key })}},
+		tableACLTokens: {Name: tableACLTokens, Indexes: map[string]*memdb.IndexSchema{
+			"id":     idIndex(func(t *ACLToken) string { return t.AccessorID }),
+			"secret": {Name: "secret", Unique: true, Indexer: strIndexer[ACLToken]{pick: func(t *ACLToken) string { return t.SecretHash }}},
+		}},
 	}}
 }
 

@@ -21,6 +21,7 @@ var schemaTypes = []reflect.Type{
 	typ[api.ErrorBody](), typ[api.Error](), typ[api.Finding](),
 	typ[api.Leader](), typ[api.Peer](), typ[api.Health](), typ[api.Member](),
 	typ[api.RaftConfiguration](), typ[api.TransferLeadershipRequest](), typ[api.StateDigest](),
+	typ[api.ACLToken](), typ[api.ACLTokenRequest](), typ[api.ACLTokenCreated](),
 	typ[api.Tier](), typ[api.PoolCaps](), typ[api.PoolDefaults](), typ[api.InstanceType](),
 	typ[api.Provisioner](), typ[api.PoolUsage](), typ[api.Pool](),
 	typ[api.GPU](), typ[api.Capability](), typ[api.CapabilityCount](), typ[api.CapabilityRequest](),

@@ -274,6 +274,11 @@ var routeSpecs = map[string]opSpec{
 	"GET /v1/operator/raft":                      {ok: answers("200", typ[api.RaftConfiguration]())},
 	"POST /v1/operator/raft/transfer-leadership": {req: typ[api.TransferLeadershipRequest](), ok: answers("204", nil)},
 	"DELETE /v1/operator/raft/peers/{id}":        {ok: answers("204", nil)},
+	"GET /v1/acl/tokens":                         {ok: answers("200", typ[[]api.ACLToken]())},
+	"POST /v1/acl/tokens":                        {req: typ[api.ACLTokenRequest](), ok: answers("201", typ[api.ACLTokenCreated]())},
+	"GET /v1/acl/tokens/{accessor}":              {ok: answers("200", typ[api.ACLToken]())},
+	"DELETE /v1/acl/tokens/{accessor}":           {ok: answers("204", nil)},
+	"GET /v1/acl/token/self":                     {ok: answers("200", typ[api.ACLToken]())},
 }
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)

@@ -4,54 +4,81 @@ import "github.com/labstack/echo/v4"
 
 const snapshotPath = "/v1/operator/snapshot"
 
-// routes registers every endpoint of DESIGN §7 (except /metrics and /ui,
-// which come later). Each route's class decides its consistency: local
-// answers this server's own view, read is linearizable unless ?stale, write
-// runs on the leader.
+// Shorthands for the ACL rules of the route table.
+var (
+	public    = aclRule{need: accessPublic}
+	anyToken  = aclRule{need: accessAnyToken}
+	reader    = aclRule{need: accessRead}
+	writer    = aclRule{need: accessWrite}
+	manager   = aclRule{need: accessManagement}
+	ownReader = aclRule{need: accessRead, ownNode: true}
+	ownWriter = aclRule{need: accessWrite, ownNode: true}
+)
+
+// handle registers a route with its ACL rule. authorize comes last, after
+// the consistency middleware, so a forwarded request is judged where it is
+// served (see authorize).
+func (s *Server) handle(method, path string, h echo.HandlerFunc, rule aclRule, mw ...echo.MiddlewareFunc) {
+	s.aclRules[method+" "+path] = rule
+	s.echo.Add(method, path, h, append(mw, s.authorize)...)
+}
+
+// routes registers every endpoint of DESIGN §7 with who may call it. Each
+// route's class decides its consistency: local answers this server's own
+// view, read is linearizable unless ?stale, write runs on the leader.
 func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
-	e := s.echo
 	read, write := s.readMW, s.writeMW
+	const get, put, post, del = "GET", "PUT", "POST", "DELETE"
 
 	// Local: this server's own view, never forwarded.
-	e.GET("/v1/status/leader", s.getLeader)
-	e.GET("/v1/status/peers", s.getPeers)
-	e.GET("/v1/health", s.getHealth)
-	e.GET("/v1/members", s.getMembers)
-	e.GET("/v1/operator/digest", s.getDigest)
+	s.handle(get, "/v1/status/leader", s.getLeader, reader)
+	s.handle(get, "/v1/status/peers", s.getPeers, reader)
+	s.handle(get, "/v1/health", s.getHealth, public)
+	s.handle(get, "/v1/members", s.getMembers, reader)
+	s.handle(get, "/v1/operator/digest", s.getDigest, reader)
 
-	e.GET("/v1/pools", s.listPools, read)
-	e.GET("/v1/pools/:name", s.getPool, read)
-	e.PUT("/v1/pools/:name", s.putPool, write)
-	e.DELETE("/v1/pools/:name", s.deletePool, write)
+	s.handle(get, "/v1/pools", s.listPools, reader, read)
+	s.handle(get, "/v1/pools/:name", s.getPool, reader, read)
+	s.handle(put, "/v1/pools/:name", s.putPool, writer, write)
+	s.handle(del, "/v1/pools/:name", s.deletePool, writer, write)
 
-	e.GET("/v1/nodes", s.listNodes, read)
-	e.GET("/v1/nodes/:id", s.getNode, read)
-	e.PUT("/v1/nodes/:id", s.registerNode, write)
-	e.DELETE("/v1/nodes/:id", s.deregisterNode, write)
-	e.POST("/v1/nodes/:id/cordon", s.cordonNode, write)
-	e.POST("/v1/nodes/:id/uncordon", s.uncordonNode, write)
-	e.POST("/v1/nodes/:id/drain", s.drainNode, write)
-	e.GET("/v1/nodes/:id/assignments", s.nodeAssignments, read)
-	e.PUT("/v1/nodes/:id/assignments/:aid/status", s.reportStatus, write)
+	// A worker token reaches its own node's registration, assignments and
+	// status reports, and nothing else.
+	s.handle(get, "/v1/nodes", s.listNodes, reader, read)
+	s.handle(get, "/v1/nodes/:id", s.getNode, ownReader, read)
+	s.handle(put, "/v1/nodes/:id", s.registerNode, ownWriter, write)
+	s.handle(del, "/v1/nodes/:id", s.deregisterNode, writer, write)
+	s.handle(post, "/v1/nodes/:id/cordon", s.cordonNode, writer, write)
+	s.handle(post, "/v1/nodes/:id/uncordon", s.uncordonNode, writer, write)
+	s.handle(post, "/v1/nodes/:id/drain", s.drainNode, writer, write)
+	s.handle(get, "/v1/nodes/:id/assignments", s.nodeAssignments, ownReader, read)
+	s.handle(put, "/v1/nodes/:id/assignments/:aid/status", s.reportStatus, ownWriter, write)
 
-	e.POST("/v1/bundles", s.createBundle, write)
-	e.POST("/v1/bundles/validate", s.validateBundle, read)
-	e.POST("/v1/bundles/plan", s.planBundle, read)
-	e.GET("/v1/bundles", s.listBundles, read)
-	e.GET("/v1/bundles/:id", s.getBundle, read)
-	e.PUT("/v1/bundles/:id", s.replaceBundle, write)
-	e.DELETE("/v1/bundles/:id", s.deleteBundle, write)
+	s.handle(post, "/v1/bundles", s.createBundle, writer, write)
+	s.handle(post, "/v1/bundles/validate", s.validateBundle, reader, read)
+	s.handle(post, "/v1/bundles/plan", s.planBundle, reader, read)
+	s.handle(get, "/v1/bundles", s.listBundles, reader, read)
+	s.handle(get, "/v1/bundles/:id", s.getBundle, reader, read)
+	s.handle(put, "/v1/bundles/:id", s.replaceBundle, writer, write)
+	s.handle(del, "/v1/bundles/:id", s.deleteBundle, writer, write)
 
-	e.GET("/v1/services", s.listServices, read)
-	e.GET("/v1/services/:id", s.getService, read)
-	e.PUT("/v1/services/:id", s.putService, write)
-	e.DELETE("/v1/services/:id", s.deleteService, write)
+	s.handle(get, "/v1/services", s.listServices, reader, read)
+	s.handle(get, "/v1/services/:id", s.getService, reader, read)
+	s.handle(put, "/v1/services/:id", s.putService, writer, write)
+	s.handle(del, "/v1/services/:id", s.deleteService, writer, write)
 
-	e.GET("/v1/events", s.streamEvents, read)
+	s.handle(get, "/v1/events", s.streamEvents, reader, read)
 
-	e.GET(snapshotPath, s.saveSnapshot, read)
-	e.PUT(snapshotPath, s.restoreSnapshot, snapshotLimit, s.streamWriteMW)
-	e.GET("/v1/operator/raft", s.getRaft, read)
-	e.POST("/v1/operator/raft/transfer-leadership", s.transferLeadership, write)
-	e.DELETE("/v1/operator/raft/peers/:id", s.removePeer, write)
+	// A snapshot holds every token's hash and the whole state: management.
+	s.handle(get, snapshotPath, s.saveSnapshot, manager, read)
+	s.handle(put, snapshotPath, s.restoreSnapshot, manager, snapshotLimit, s.streamWriteMW)
+	s.handle(get, "/v1/operator/raft", s.getRaft, reader, read)
+	s.handle(post, "/v1/operator/raft/transfer-leadership", s.transferLeadership, manager, write)
+	s.handle(del, "/v1/operator/raft/peers/:id", s.removePeer, manager, write)
+
+	s.handle(get, "/v1/acl/tokens", s.listACLTokens, manager, read)
+	s.handle(post, "/v1/acl/tokens", s.createACLToken, manager, write)
+	s.handle(get, "/v1/acl/tokens/:accessor", s.getACLToken, manager, read)
+	s.handle(del, "/v1/acl/tokens/:accessor", s.deleteACLToken, manager, write)
+	s.handle(get, "/v1/acl/token/self", s.getACLTokenSelf, anyToken, read)
 }

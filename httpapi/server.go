@@ -43,6 +43,9 @@ type Config struct {
 	// before the longest blocking query (5 m); the default has no timeout
 	// and relies on the request's context.
 	ForwardClient *http.Client
+	// ACLEnabled denies every request without a token that permits it
+	// (DESIGN §9); tokens live in the replicated state.
+	ACLEnabled bool
 }
 
 // Server is the HTTP API of one amserver server.
@@ -52,6 +55,9 @@ type Server struct {
 	log   *slog.Logger
 	fwd   *http.Client
 	echo  *echo.Echo
+
+	acl      bool
+	aclRules map[string]aclRule
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
@@ -84,6 +90,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
 		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
+		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
