@@ -22,6 +22,12 @@ type testCluster struct {
 
 func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return newTestClusterWith(t, n, nil)
+}
+
+// newTestClusterWith lets a test change each server's configuration.
+func newTestClusterWith(t *testing.T, n int, configure func(*Config)) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t}
 	peers, httpAddrs := map[string]string{}, map[string]string{}
 	listeners := make([]net.Listener, n)
@@ -50,6 +56,9 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 			NodeID: id, HTTPListener: listeners[i], Transport: c.transports[i], NoGossip: true,
 			Bootstrap: true, Peers: peers, PeerHTTP: httpAddrs, TimeoutScale: 2,
 			SnapshotThreshold: 64, TrailingLogs: 32,
+		}
+		if configure != nil {
+			configure(&cfg)
 		}
 		s, err := NewServer(cfg, Deps{})
 		if err != nil {

@@ -55,6 +55,8 @@ type Config struct {
 	TrailingLogs      uint64
 
 	Gossip gossip.Config
+	// ACL turns on ACL enforcement and lists the tokens from configuration.
+	ACL    ACLConfig
 	Logger *slog.Logger
 	Clock  Clock
 
@@ -75,6 +77,9 @@ type Config struct {
 func (c *Config) setDefaults() error {
 	if c.NodeID == "" {
 		return fmt.Errorf("agent: a node id is required")
+	}
+	if err := c.ACL.validate(); err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -88,7 +88,8 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger})
+	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
+		ACLEnabled: cfg.ACL.Enabled})
 	return s, nil
 }
 

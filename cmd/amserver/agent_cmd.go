@@ -37,6 +37,7 @@ type agentFlags struct {
 	logLevel           string
 	config             string
 	inventory          inventoryFlags
+	acl                aclFlags
 }
 
 func newAgentCmd() *cobra.Command {
@@ -88,6 +89,7 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
 	f.inventory.register(fl)
+	f.acl.register(fl)
 	return cmd
 }
 

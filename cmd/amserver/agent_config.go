@@ -50,13 +50,17 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, err
 	}
+	acl, err := f.acl.config()
+	if err != nil {
+		return agent.Config{}, err
+	}
 	return agent.Config{
 		NodeID: id, DataDir: f.dataDir,
 		HTTPAddr: joinPort(httpHost, httpPort), HTTPAdvertise: joinPort(adv, httpPort),
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
 		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
-		Gossip: gc, Logger: logger,
+		Gossip: gc, ACL: acl, Logger: logger,
 	}, nil
 }
 

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+func TestACLTokenCommands(t *testing.T) {
+	f := newFake(t)
+	tok := api.ACLToken{AccessorID: "acc1", Kind: api.ACLWorker, NodeID: "w-1", CreateTime: time.Now(), CreateIndex: 3, ModifyIndex: 3}
+	f.reply("POST /v1/acl/tokens", http.StatusCreated, api.ACLTokenCreated{Token: tok, SecretID: "s3cr3t-s3cr3t-s3cr3t"})
+	f.reply("GET /v1/acl/tokens", http.StatusOK, []api.ACLToken{tok})
+	f.fail("GET /v1/acl/token/self", http.StatusForbidden, api.CodeForbidden, "a read token cannot call this")
+	env := map[string]string{envAddr: f.srv.URL, envToken: "mgmt-secret"}
+
+	r := runEnv(t, env, "", "acl", "token", "create", "--kind", "worker", "--node-id", "w-1")
+	if r.code != exitOK || !strings.Contains(r.stdout, "s3cr3t-s3cr3t-s3cr3t") || !strings.Contains(r.stdout, "acc1") {
+		t.Fatalf("create: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	req := f.last("POST", "/v1/acl/tokens")
+	var body api.ACLTokenRequest
+	if err := json.Unmarshal(req.body, &body); err != nil || body.Kind != "worker" || body.NodeID != "w-1" {
+		t.Fatalf("create body %s: %v", req.body, err)
+	}
+	if req.token != "mgmt-secret" {
+		t.Fatalf("the CLI sent token %q, want AMSERVER_TOKEN's", req.token)
+	}
+	if r := runEnv(t, env, "", "acl", "token", "list"); r.code != exitOK || cell(t, r.stdout, "NODE", "acc1") != "w-1" {
+		t.Fatalf("list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runEnv(t, env, "", "acl", "token", "self")
+	if r.code == exitOK || !strings.Contains(r.stderr, "cannot call") {
+		t.Fatalf("a 403 must fail with its message: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runEnv(t, env, "", "acl", "token", "create"); r.code != exitUsage {
+		t.Fatalf("create without --kind: exit %d, want %d", r.code, exitUsage)
+	}
+}
+
+func TestParseConfigToken(t *testing.T) {
+	tests := []struct {
+		spec, kind, node, secret string
+		ok                       bool
+	}{
+		{"management:abc:def", "management", "", "abc:def", true},
+		{"worker:w-1:secret", "worker", "w-1", "secret", true},
+		{"worker:secret", "", "", "", false},
+		{"read", "", "", "", false},
+		{"worker::secret", "", "", "", false},
+	}
+	for _, tt := range tests {
+		got, err := parseConfigToken(tt.spec)
+		if (err == nil) != tt.ok {
+			t.Fatalf("%q: err %v, want ok=%v", tt.spec, err, tt.ok)
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), "secret") && strings.Contains(err.Error(), tt.spec) {
+				t.Fatalf("%q: the error repeats the secret: %v", tt.spec, err)
+			}
+			continue
+		}
+		if got.Kind != tt.kind || got.NodeID != tt.node || got.Secret != tt.secret {
+			t.Fatalf("%q: got %+v", tt.spec, got)
+		}
+	}
+}
