@@ -7,7 +7,7 @@ PKGS     ?= ./...
 # fail spuriously with "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: sim selftest all build run test race unit lint vet fmt fuzz fuzz-long bench bench-quick bench-core cluster cluster-down image measure-failover bench-sched clean
+.PHONY: fuzz-save sim selftest all build run test race unit lint vet fmt fuzz fuzz-long bench bench-quick bench-core cluster cluster-down image measure-failover bench-sched clean
 
 all: build
 
@@ -52,7 +52,7 @@ selftest:
 	$(GO) test -tags plantbugs -count=1 -timeout 20m -run TestPlantedBugsAreCaught -v ./e2e/sim
 
 # Each fuzz target briefly; `make fuzz-long` for a real session.
-FUZZ_TARGETS = ./fsm:FuzzApply ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON
+FUZZ_TARGETS = ./fsm:FuzzApply ./fsm:FuzzRestore ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON ./httpapi:FuzzOtherBodies
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
@@ -62,6 +62,15 @@ fuzz:
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=3000000x
+
+# Keep what the fuzzer found interesting as seed corpora under each
+# package's testdata/fuzz (plain go test then replays them every run).
+fuzz-save:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		src="$$($(GO) env GOCACHE)/fuzz/github.com/amserver/amserver/$${pkg#./}/$$name"; \
+		if [ -d "$$src" ]; then mkdir -p "$$pkg/testdata/fuzz/$$name" && cp -n "$$src"/* "$$pkg/testdata/fuzz/$$name/"; fi; \
+	done
 
 # The benchmark module (bench/, its own Go module so that etcd and the other
 # peers never enter the server's dependencies): every suite side by side with

@@ -44,6 +44,8 @@ func FuzzApply(f *testing.F) {
 		{UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p", Caps: ledger.PoolCaps{MaxCapacity: 1}}}},
 		{UpsertServiceType, &UpsertServiceRequest{Service: NodeService{ID: "s", Pools: []string{"p"}}}},
 		{TimerType, &TimerRequest{Now: 5, Start: []string{"b1"}, Stop: []string{"b2"}}},
+		{UpsertACLTokenType, &UpsertACLTokenRequest{Token: ACLToken{AccessorID: "a", SecretHash: hashA, Kind: ACLWorker, NodeID: "n1"}}},
+		{DeleteACLTokenType, &DeleteACLTokenRequest{AccessorID: "a"}},
 	}
 	for _, s := range seeds {
 		f.Add(mustEncode(f, s.typ, s.body))

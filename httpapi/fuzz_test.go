@@ -83,3 +83,33 @@ func FuzzPoolJSON(f *testing.F) {
 		fuzzRequest(t, s, b, http.MethodPut, "/v1/pools/p1", body)
 	})
 }
+
+// bodyRoutes are the JSON-body routes the other targets do not cover; the
+// fuzzer picks one with its first input.
+var bodyRoutes = []struct{ method, path string }{
+	{http.MethodPut, "/v1/bundles/b1"},
+	{http.MethodPut, "/v1/bundles/b1?cas=1"},
+	{http.MethodPut, "/v1/services/svc1"},
+	{http.MethodPut, "/v1/nodes/n1/assignments/b1%3A0%3Aenc%40n1/status"},
+	{http.MethodPost, "/v1/operator/raft/transfer-leadership"},
+	{http.MethodPost, "/v1/acl/tokens"},
+}
+
+func FuzzOtherBodies(f *testing.F) {
+	for i, seed := range []string{
+		bundle(func(s *api.BundleSpec) { s.ID = "b1" }), bundle(func(s *api.BundleSpec) { s.ID = "b1" }),
+		`{"pools":["p1"],"launch":{"driver":"none"},"requirements":{"capacity":0.5}}`,
+		`{"state":"running","message":"ok"}`, `{"id":"s2"}`,
+		`{"kind":"worker","nodeId":"n1","secretId":"0123456789abcdef"}`,
+	} {
+		f.Add(uint8(i), []byte(seed))
+	}
+	for _, seed := range []string{`{"kind":"root"}`, `{"state":"exploded"}`, `{"id":1}`, `null`, `{`, ``} {
+		f.Add(uint8(len(seed)), []byte(seed))
+	}
+	s, b := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
+		r := bodyRoutes[int(route)%len(bodyRoutes)]
+		fuzzRequest(t, s, b, r.method, r.path, body)
+	})
+}
