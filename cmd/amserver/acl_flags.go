@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -32,10 +31,7 @@ func (f *aclFlags) register(fl *pflag.FlagSet) {
 // should carry the same tokens.
 func (f *aclFlags) config() (agent.ACLConfig, error) {
 	cfg := agent.ACLConfig{Enabled: f.enabled}
-	mgmt := f.management
-	if mgmt == "" {
-		mgmt = os.Getenv(envACLManagement)
-	}
+	mgmt := f.management // AMSERVER_ACL_MANAGEMENT_TOKEN sets it too (applyEnv)
 	if mgmt != "" {
 		cfg.Tokens = append(cfg.Tokens, agent.ConfigToken{Secret: mgmt, Kind: api.ACLManagement, Description: "bootstrap management token"})
 	}

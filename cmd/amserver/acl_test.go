@@ -69,3 +69,32 @@ func TestParseConfigToken(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentFlagsFromEnvironment: AMSERVER_<FLAG> fills what the command
+// line left unset; the command line wins; list flags split on commas.
+func TestAgentFlagsFromEnvironment(t *testing.T) {
+	cmd := newAgentCmd()
+	if err := cmd.Flags().Parse([]string{"--node-id", "from-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"AMSERVER_NODE_ID":              "from-env",
+		"AMSERVER_ACL_ENABLED":          "true",
+		"AMSERVER_ACL_MANAGEMENT_TOKEN": "0123456789abcdef",
+		"AMSERVER_JOIN":                 "10.0.0.1:7072, 10.0.0.2:7072",
+	}
+	if err := applyEnv(cmd, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) string { return cmd.Flags().Lookup(name).Value.String() }
+	if get("node-id") != "from-flag" || get("acl-enabled") != "true" || get("acl-management-token") != "0123456789abcdef" {
+		t.Fatalf("node-id %q acl-enabled %q", get("node-id"), get("acl-enabled"))
+	}
+	if got := get("join"); got != "[10.0.0.1:7072,10.0.0.2:7072]" {
+		t.Fatalf("join = %s", got)
+	}
+	bad := map[string]string{"AMSERVER_BOOTSTRAP_EXPECT": "three"}
+	if err := applyEnv(newAgentCmd(), func(k string) string { return bad[k] }); err == nil || !strings.Contains(err.Error(), "AMSERVER_BOOTSTRAP_EXPECT") {
+		t.Fatalf("a bad value must name its variable: %v", err)
+	}
+}

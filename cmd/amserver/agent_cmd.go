@@ -47,6 +47,9 @@ func newAgentCmd() *cobra.Command {
 		Short: "Run an amserver server (--server) or worker (--worker)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd, os.Getenv); err != nil {
+				return badFlags(err)
+			}
 			if err := applyConfigFile(cmd, f.config); err != nil {
 				return badFlags(err)
 			}

@@ -149,6 +149,37 @@ func (f *agentFlags) advertiseIP() (string, error) {
 	return "", errors.New("cannot detect an address to advertise: set --advertise")
 }
 
+// applyEnv sets every agent flag the command line did not set from
+// AMSERVER_<FLAG> (upper case, dashes as underscores): AMSERVER_DATA_DIR,
+// AMSERVER_ACL_ENABLED, AMSERVER_CONFIG... A list flag takes a comma-separated
+// value. It runs before the config file, so the order of precedence is
+// command line, then environment, then file. Containers and overlays can
+// then add settings without repeating a whole command.
+func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
+	var err error
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if err != nil || fl.Changed {
+			return
+		}
+		name := "AMSERVER_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		v := getenv(name)
+		if v == "" {
+			return
+		}
+		items := []string{v}
+		if strings.HasSuffix(fl.Value.Type(), "Slice") || strings.HasSuffix(fl.Value.Type(), "Array") {
+			items = strings.Split(v, ",")
+		}
+		for _, item := range items {
+			if serr := cmd.Flags().Set(fl.Name, strings.TrimSpace(item)); serr != nil {
+				err = fmt.Errorf("%s: %w", name, serr)
+				return
+			}
+		}
+	})
+	return err
+}
+
 // applyConfigFile sets every flag named in a JSON or YAML file that the
 // command line did not set; list values set the flag once per element.
 func applyConfigFile(cmd *cobra.Command, path string) error {
