@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"time"
 
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/httpapi"
@@ -61,35 +60,25 @@ func (t ConfigToken) fsmToken() fsm.ACLToken {
 	}
 }
 
-// aclBootstrap is the leader duty that writes the configured tokens that
-// the state lacks, then ends. It retries until it succeeds or leadership
-// ends, so a token is never silently missing.
-type aclBootstrap struct{ s *Server }
-
-func (a *aclBootstrap) Name() string { return "acl-bootstrap" }
-
-func (a *aclBootstrap) Run(ctx context.Context) {
-	for _, ct := range a.s.cfg.ACL.Tokens {
+// ensureConfigTokens writes the configured tokens that the state lacks. A
+// new leader runs it before it serves, so the configured management token
+// works from the first request a cluster answers.
+func (s *Server) ensureConfigTokens(ctx context.Context) error {
+	for _, ct := range s.cfg.ACL.Tokens {
 		want := ct.fsmToken()
-		for !a.present(want) {
-			want.CreateTime = a.s.store.Now().UnixNano()
-			res := a.s.applyLogged(ctx, fsm.UpsertACLTokenType, fsm.UpsertACLTokenRequest{Token: want})
-			if res != nil && res.Err == nil {
-				break
-			}
-			if res != nil && res.Err != nil {
-				a.s.logger.Error("configured ACL token rejected", "accessor", want.AccessorID, "err", res.Err)
-				break // the state refuses it (another token holds the secret): retrying cannot help
-			}
-			if !waitChange(ctx, nil, time.Second) {
-				return
-			}
+		if got := s.store.State().ACLTokenBySecretHash(want.SecretHash); got != nil && got.Kind == want.Kind && got.NodeID == want.NodeID {
+			continue
+		}
+		want.CreateTime = s.store.Now().UnixNano()
+		res, err := s.store.Apply(ctx, fsm.UpsertACLTokenType, fsm.UpsertACLTokenRequest{Token: want})
+		if err != nil {
+			return fmt.Errorf("write configured ACL token %s: %w", want.AccessorID, err)
+		}
+		if res.Err != nil {
+			// Another token holds this secret (created through the API):
+			// retrying cannot help, and serving is still safe.
+			s.logger.Error("configured ACL token refused by the state", "accessor", want.AccessorID, "err", res.Err)
 		}
 	}
-}
-
-// present reports whether the state already holds the token as configured.
-func (a *aclBootstrap) present(want fsm.ACLToken) bool {
-	got := a.s.store.State().ACLTokenBySecretHash(want.SecretHash)
-	return got != nil && got.Kind == want.Kind && got.NodeID == want.NodeID
+	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 // defaultDuties are the leader's control loops (DESIGN §6).
 func (s *Server) defaultDuties() []Duty {
-	duties := []Duty{
+	return []Duty{
 		&reconciler{s: s},
 		&placer{s: s},
 		&failover{s: s},
@@ -18,10 +18,6 @@ func (s *Server) defaultDuties() []Duty {
 		&services{s: s},
 		&deleter{s: s, timeout: s.cfg.DeleteTimeout},
 	}
-	if s.cfg.ACL.Enabled {
-		duties = append(duties, &aclBootstrap{s: s})
-	}
-	return duties
 }
 
 // waitChange blocks until the state changes, d passes, or ctx ends; false

@@ -65,7 +65,11 @@ func (t *leaderTerm) stop(s *Server) {
 // leaders committed) and then runs the leader duties until ctx ends.
 func (s *Server) lead(ctx context.Context) {
 	s.logger.Info("elected leader; catching up before serving")
-	if err := s.establish(ctx); err != nil {
+	err := s.establish(ctx)
+	if err == nil {
+		err = s.ensureConfigTokens(ctx)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
 			s.logger.Error("cannot establish leadership; transferring it", "err", err)
 			if err := s.raft.LeadershipTransfer().Error(); err != nil {

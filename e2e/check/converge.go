@@ -23,7 +23,7 @@ var (
 // that answers, and (b) every server reports the same state digest at the
 // same index. It passes when both hold before within ends, and otherwise
 // reports what was still off at the last poll.
-func Converge(ctx context.Context, servers []string, within time.Duration) Result {
+func Converge(ctx context.Context, servers []string, within time.Duration, opts ...api.Option) Result {
 	c := newCollector("converge")
 	if len(servers) == 0 {
 		c.addf("no servers to check")
@@ -31,7 +31,7 @@ func Converge(ctx context.Context, servers []string, within time.Duration) Resul
 	}
 	cls := make([]*api.Client, len(servers))
 	for i, s := range servers {
-		cl, err := api.New(s, api.WithMaxRetries(0))
+		cl, err := api.New(s, append([]api.Option{api.WithMaxRetries(0)}, opts...)...)
 		if err != nil {
 			c.addf("server %s: %v", s, err)
 			return c.result()

@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/amserver/amserver/agent"
-	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
 )
 
@@ -45,6 +44,7 @@ type worker struct {
 type cluster struct {
 	logger  *slog.Logger
 	scale   float64
+	acl     bool // see aclEvery
 	gnet    *gossipNet
 	servers []*server
 	workers []*worker
@@ -127,7 +127,7 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 		Bootstrap: true, Peers: peers, PeerHTTP: httpAddrs, TimeoutScale: c.scale,
 		SnapshotThreshold: 64, TrailingLogs: 32, DeleteTimeout: 2 * time.Second,
 		DeadServerCleanup: time.Hour, Gossip: c.gossipConfig(s.gossipAddr),
-		Join: c.serverGossipAddrs(), Logger: c.logger,
+		Join: c.serverGossipAddrs(), ACL: c.aclConfig(), Logger: c.logger,
 	}
 	srv, err := agent.NewServer(cfg, agent.Deps{})
 	if err != nil {
@@ -166,6 +166,9 @@ func (c *cluster) startWorker(ctx context.Context, w *worker) error {
 		Inventory: c.nodeSpec(w, workerCapacity),
 		Servers:   httpAddrs, Join: c.serverGossipAddrs(), Gossip: c.gossipConfig(w.gossipAddr),
 		Logger: c.logger, PollWait: 2 * time.Second,
+	}
+	if c.acl {
+		wc.Token = workerSecret(w.id)
 	}
 	wk, err := agent.NewWorker(wc)
 	if err != nil {
@@ -262,7 +265,7 @@ func (c *cluster) waitLeader(ctx context.Context) error {
 	var lastErr error
 	for {
 		if l := c.leader(); l != nil {
-			cl, err := api.New(l.httpAddr, api.WithMaxRetries(0))
+			cl, err := c.client(l.httpAddr)
 			if err != nil {
 				return err
 			}

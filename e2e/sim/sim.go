@@ -85,6 +85,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	defer c.stop()
+	c.acl = o.Seed%aclEvery == 0
 	if err := c.up(ctx); err != nil {
 		return nil, err
 	}
@@ -92,6 +93,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		Servers: c.clientAddrs(), Clients: o.Servers + 1, Keys: 2, Pool: Pool, Seed: o.Seed,
 		OpTimeout: time.Second, Think: 5 * time.Millisecond, CreateCapacity: 0.05,
 		MaxCreates: 80, Backup: true, SampleEvery: 100 * time.Millisecond,
+		ClientOptions: c.clientOptions(),
 	}
 	setupCtx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
@@ -169,7 +171,7 @@ func (c *cluster) check(ctx context.Context, o Options, out *Outcome, started ti
 	out.Viz = viz
 	r.Add(check.MonotonicIndex(ops))
 	r.Add(check.Placement(out.History.Samples()))
-	r.Add(check.Converge(ctx, c.clientAddrs(), ConvergeWithin))
+	r.Add(check.Converge(ctx, c.clientAddrs(), ConvergeWithin, c.clientOptions()...))
 	r.Add(check.UniqueCreates(ops, c.finalBundles(ctx)))
 	r.Duration = time.Since(started).Round(time.Millisecond).String()
 }
@@ -181,7 +183,7 @@ func (c *cluster) finalBundles(ctx context.Context) []api.Bundle {
 	defer cancel()
 	for ctx.Err() == nil {
 		for _, addr := range c.clientAddrs() {
-			cl, err := api.New(addr, api.WithMaxRetries(0))
+			cl, err := c.client(addr)
 			if err != nil {
 				continue
 			}

@@ -30,7 +30,7 @@ func (c *cluster) squeeze(ctx context.Context, w *worker, rng *rand.Rand) healFu
 		defer close(done)
 		r := rand.New(rand.NewPCG(seed, 1))
 		for ctx.Err() == nil {
-			cl, err := api.New(addrs[r.IntN(len(addrs))], api.WithMaxRetries(0))
+			cl, err := c.client(addrs[r.IntN(len(addrs))])
 			if err != nil {
 				return
 			}
@@ -59,7 +59,7 @@ func (c *cluster) restoreCapacity(ctx context.Context, w *worker) error {
 	var err error
 	for ctx.Err() == nil {
 		for _, addr := range c.clientAddrs() {
-			cl, cerr := api.New(addr, api.WithMaxRetries(0))
+			cl, cerr := c.client(addr)
 			if cerr != nil {
 				return cerr
 			}

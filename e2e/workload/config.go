@@ -11,6 +11,9 @@ import (
 
 // Config describes a workload.
 type Config struct {
+	// ClientOptions are added to every API client's (an ACL token, TLS);
+	// retries stay off.
+	ClientOptions []api.Option
 	// Servers are the HTTP addresses of the servers ("127.0.0.1:7070" or
 	// "http://..."). Client i talks only to Servers[i%len], so clients
 	// also hit minority-side servers during a partition.
@@ -86,7 +89,7 @@ func (c Config) withDefaults() (Config, error) {
 func (c Config) clients() ([]*api.Client, error) {
 	out := make([]*api.Client, len(c.Servers))
 	for i, s := range c.Servers {
-		cl, err := api.New(s, api.WithMaxRetries(0))
+		cl, err := api.New(s, append([]api.Option{api.WithMaxRetries(0)}, c.ClientOptions...)...)
 		if err != nil {
 			return nil, fmt.Errorf("workload: server %d: %w", i, err)
 		}

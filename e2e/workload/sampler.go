@@ -21,7 +21,7 @@ func RunSampler(ctx context.Context, cfg Config, h *History) {
 	}
 	var wg sync.WaitGroup
 	for _, s := range cfg.Servers {
-		c, err := api.New(s, api.WithMaxRetries(0))
+		c, err := api.New(s, append([]api.Option{api.WithMaxRetries(0)}, cfg.ClientOptions...)...)
 		if err != nil {
 			h.AddSample(Sample{Server: s, Error: err.Error()})
 			continue
