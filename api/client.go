@@ -22,6 +22,9 @@ const (
 	HeaderKnownLeader = "X-Amserver-Known-Leader"
 	HeaderLastContact = "X-Amserver-Last-Contact" // milliseconds
 	HeaderForwarded   = "X-Amserver-Forwarded"
+	// HeaderForwardedTo names the server a follower meant to reach; any
+	// other server that receives the request refuses it.
+	HeaderForwardedTo = "X-Amserver-Forwarded-To"
 )
 
 // DefaultMaxRetries bounds the retries of an idempotent request answered

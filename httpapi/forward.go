@@ -51,6 +51,7 @@ func (s *Server) forward(c echo.Context, write bool) error {
 	}
 	copyHeader(out.Header, req.Header)
 	out.Header.Set(api.HeaderForwarded, self)
+	out.Header.Set(api.HeaderForwardedTo, leader.ID)
 	if body != nil && out.ContentLength == 0 {
 		out.ContentLength = req.ContentLength // a streamed body: keep the declared length
 	}
@@ -63,6 +64,20 @@ func (s *Server) forward(c echo.Context, write bool) error {
 	c.Response().WriteHeader(resp.StatusCode)
 	relay(c.Response(), resp.Body)
 	return nil
+}
+
+// checkForwardTarget refuses a forwarded request that reached a server
+// other than the one the follower meant. Addresses get reused (containers,
+// pod IPs): a follower with a stale leader address could otherwise write
+// into whatever server now listens there, even one of another cluster.
+func (s *Server) checkForwardTarget(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if to := c.Request().Header.Get(api.HeaderForwardedTo); to != "" && to != s.b.ServerID() {
+			return noLeader("request forwarded to server %s reached server %s; the sender's leader address is stale",
+				to, s.b.ServerID())
+		}
+		return next(c)
+	}
 }
 
 // forwardBody is the buffered body when there is one, else the request's

@@ -231,3 +231,26 @@ func TestForwardFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardToWrongServerRefused: a follower whose leader address now
+// belongs to another server (address reuse) gets noLeader, and the server
+// at that address changes nothing.
+func TestForwardToWrongServerRefused(t *testing.T) {
+	impostor := leaderEnv(t) // a leader, but of id s1, not the s9 the follower believes in
+	seedCluster(t, impostor.b)
+	follower := newEnv(t, newTestBackend("s2"))
+	follower.b.setFollower(LeaderInfo{ID: "s9", HTTPAddr: impostor.hs.URL}, 0)
+	before := stateHash(t, impostor.b.State())
+	resp, raw := follower.do(http.MethodPut, "/v1/pools/px", mustJSON(t, api.Pool{Name: "px"}))
+	if resp.StatusCode != http.StatusServiceUnavailable || errorBody(t, raw).Code != api.CodeNoLeader {
+		t.Fatalf("forward to the wrong server: %d %s", resp.StatusCode, raw)
+	}
+	if stateHash(t, impostor.b.State()) != before {
+		t.Fatal("the wrong server applied a forwarded write")
+	}
+	// The right target still works.
+	follower.b.setFollower(LeaderInfo{ID: "s1", HTTPAddr: impostor.hs.URL}, 0)
+	if resp, raw := follower.do(http.MethodPut, "/v1/pools/px", mustJSON(t, api.Pool{Name: "px"})); resp.StatusCode != http.StatusOK {
+		t.Fatalf("forward to the right server: %d %s", resp.StatusCode, raw)
+	}
+}

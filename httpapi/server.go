@@ -97,6 +97,7 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}))
 	e.Use(s.logRequests)
+	e.Use(s.checkForwardTarget)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit: cfg.BodyLimit, Skipper: isSnapshotRestore,
 	}))
