@@ -167,7 +167,9 @@ func TestACLCreateRejectsBadInput(t *testing.T) {
 			if resp.StatusCode < 400 || resp.StatusCode >= 500 {
 				t.Fatalf("status %d, want 4xx: %s", resp.StatusCode, raw)
 			}
-			errorBody(t, raw)
+			if eb := errorBody(t, raw); eb.Code == "" {
+				t.Fatal("error without a code")
+			}
 			if stateHash(t, e.b.State()) != before {
 				t.Fatal("a rejected create changed the state")
 			}
