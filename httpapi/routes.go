@@ -4,8 +4,8 @@ import "github.com/labstack/echo/v4"
 
 const snapshotPath = "/v1/operator/snapshot"
 
-// routes registers every endpoint of DESIGN §7 (except /metrics and /ui,
-// which come later). Each route's class decides its consistency: local
+// routes registers every endpoint of DESIGN §7 (except /ui, which comes
+// later; /metrics only when the server has a metrics handler). Each route's class decides its consistency: local
 // answers this server's own view, read is linearizable unless ?stale, write
 // runs on the leader.
 func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
@@ -18,6 +18,9 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	e.GET("/v1/health", s.getHealth)
 	e.GET("/v1/members", s.getMembers)
 	e.GET("/v1/operator/digest", s.getDigest)
+	if s.metricsHandler != nil {
+		e.GET("/metrics", s.getMetrics)
+	}
 
 	e.GET("/v1/pools", s.listPools, read)
 	e.GET("/v1/pools/:name", s.getPool, read)
