@@ -47,6 +47,9 @@ type Config struct {
 	DeadServerCleanup time.Duration
 	// DeleteTimeout bounds the stop-then-delete saga (DESIGN §4).
 	DeleteTimeout time.Duration
+	// EventKeepAlive spaces the keep-alive lines of idle /v1/events
+	// streams (httpapi's 15 s when zero).
+	EventKeepAlive time.Duration
 	// QuorumSize is the voter count dead-server cleanup never goes below;
 	// defaults to BootstrapExpect (or 1).
 	QuorumSize int

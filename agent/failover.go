@@ -30,7 +30,7 @@ func (f *failover) Run(ctx context.Context) {
 			for _, b := range bundles {
 				batch.Repair(b, lost)
 			}
-			f.s.applyBatch(ctx, batch)
+			f.s.metrics.failovers.Add(float64(f.s.applyBatch(ctx, batch)))
 		}
 		if !waitChange(ctx, watch, 5*time.Second) {
 			return

@@ -119,5 +119,9 @@ func TestWorkerKillPromotesBackup(t *testing.T) {
 	if n.Reserved.Capacity != 0 {
 		t.Fatalf("the dead node still holds reservations: %+v", n.Reserved)
 	}
+	m := d.Servers[0].metrics
+	if f, p := counterValue(t, m.failovers), counterValue(t, m.promotions); f < 2 || p < 1 {
+		t.Errorf("metrics: %v bundles repaired by failover (want 2), %v promotions (want 1)", f, p)
+	}
 	check()
 }

@@ -25,6 +25,8 @@ type placer struct {
 	// unplaceable bundles, and the cluster (nodes, pools) index it saw.
 	scannedAt     time.Time
 	scannedChange uint64
+	// since times the pending bundles for the placement latency metric.
+	since pendingSince
 }
 
 // unplaceableRescan bounds how often the placer re-reads every unplaceable
@@ -44,6 +46,7 @@ const (
 func (p *placer) Name() string { return "placement" }
 
 func (p *placer) Run(ctx context.Context) {
+	p.since = pendingSince{} // a new term measures from when it takes over
 	for ctx.Err() == nil {
 		watch := p.s.fsm.WatchCh()
 		committed := p.pass(ctx)
@@ -60,16 +63,25 @@ func (p *placer) pass(ctx context.Context) int {
 	if len(queue) == 0 {
 		return 0
 	}
+	start := time.Now()
+	if p.since == nil {
+		p.since = pendingSince{}
+	}
+	p.since.see(queue, start)
 	if len(queue) > maxBundlesPerPlan {
 		queue = queue[:maxBundlesPerPlan]
 	}
 	batch := p.s.engine.Snapshot(st).NewBatch(p.s.raft.AppliedIndex())
-	p.pruneTried(time.Now())
+	p.pruneTried(start)
 	budget := preemptPerPass
 	for _, b := range queue {
 		p.placeOne(batch, b, &budget)
 	}
-	return p.s.applyBatch(ctx, batch)
+	committed := p.s.applyBatch(ctx, batch)
+	end := time.Now()
+	p.s.metrics.placementBatch.Observe(end.Sub(start).Seconds())
+	p.since.settle(p.s.store.State(), p.s.metrics.placementLatency, end)
+	return committed
 }
 
 // placeOne heals, places, or — for a primary that does not fit and a band

@@ -36,6 +36,7 @@ type Server struct {
 	reconcileCh chan struct{}
 	duties      []Duty
 	engine      *scheduler.Engine
+	metrics     *metrics
 
 	mu           sync.Mutex
 	bootstrapped bool
@@ -74,6 +75,11 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	if s.duties == nil {
 		s.duties = s.defaultDuties()
 	}
+	m, err := newMetrics(s)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	s.metrics = m
 	if err := s.listenHTTP(); err != nil {
 		return nil, err
 	}
@@ -88,8 +94,12 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
-		ACLEnabled: cfg.ACL.Enabled})
+	s.store.onCommit = m.committed
+	s.api = httpapi.New(httpapi.Config{
+		Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
+		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
+		ACLEnabled: cfg.ACL.Enabled,
+	})
 	return s, nil
 }
 

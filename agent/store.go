@@ -36,6 +36,10 @@ type Store struct {
 
 	stopping  chan struct{} // closed when the server starts to stop
 	closeOnce sync.Once
+
+	// onCommit, when set, sees the state and index of every command this
+	// leader committed without error (metrics count its events).
+	onCommit func(st *fsm.State, index uint64)
 }
 
 func newStore(r *raft.Raft, f *fsm.FSM, clock Clock, httpAddrOf func(id string) string) *Store {
@@ -107,6 +111,9 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 	res, ok := f.Response().(*fsm.Result)
 	if !ok {
 		return nil, fmt.Errorf("apply %s: unexpected response %T", typ, f.Response())
+	}
+	if res.Err == nil && s.onCommit != nil {
+		s.onCommit(s.State(), res.Index)
 	}
 	return res, nil
 }

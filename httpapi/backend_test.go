@@ -236,7 +236,7 @@ type env struct {
 
 func newEnv(t *testing.T, b *testBackend, cfg ...func(*Config)) *env {
 	t.Helper()
-	conf := Config{Backend: b}
+	conf := Config{Backend: b, Metrics: testMetricsHandler()}
 	for _, f := range cfg {
 		f(&conf)
 	}

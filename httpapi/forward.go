@@ -27,7 +27,8 @@ var hopHeaders = []string{
 // streaming (blocking queries and event streams pass through). A request
 // that was already forwarded once is never forwarded again: two servers
 // that each believe the other leads would otherwise bounce it forever.
-func (s *Server) forward(c echo.Context, write bool) error {
+func (s *Server) forward(c echo.Context, write bool) (err error) {
+	defer func() { s.metrics.countForward(write, err) }()
 	req := c.Request()
 	self := s.b.ServerID()
 	if by := req.Header.Get(api.HeaderForwarded); by != "" {

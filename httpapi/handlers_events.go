@@ -10,9 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// keepAliveInterval keeps idle streams (and the proxies between) open.
-const keepAliveInterval = 15 * time.Second
-
 // streamEvents streams events with an index above ?index= as NDJSON, then
 // every new one as it is applied, until the client goes away or the server
 // stops. All events of one raft entry commit together and each read takes
@@ -30,7 +27,7 @@ func (s *Server) streamEvents(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	keepAlive := time.NewTicker(keepAliveInterval)
+	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
 	ctx := c.Request().Context()
 	for {

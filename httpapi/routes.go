@@ -36,6 +36,9 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(get, "/v1/health", s.getHealth, public)
 	s.handle(get, "/v1/members", s.getMembers, reader)
 	s.handle(get, "/v1/operator/digest", s.getDigest, reader)
+	if s.metricsHandler != nil {
+		s.handle(get, "/metrics", s.getMetrics, reader)
+	}
 
 	s.handle(get, "/v1/pools", s.listPools, reader, read)
 	s.handle(get, "/v1/pools/:name", s.getPool, reader, read)

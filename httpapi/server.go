@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
@@ -25,6 +26,9 @@ const (
 	DefaultSnapshotBodyLimit = "4GiB"
 	// shutdownGrace is how long Serve waits for requests to finish.
 	shutdownGrace = 10 * time.Second
+	// DefaultKeepAlive spaces the blank lines that keep an idle event stream
+	// (and the proxies on its way) open.
+	DefaultKeepAlive = 15 * time.Second
 )
 
 // Config wires a Server.
@@ -46,6 +50,13 @@ type Config struct {
 	// ACLEnabled denies every request without a token that permits it
 	// (DESIGN §9); tokens live in the replicated state.
 	ACLEnabled bool
+	// Metrics serves GET /metrics when set: a local route, never forwarded.
+	Metrics http.Handler
+	// Registerer receives the API's request metrics; nil records none.
+	Registerer prometheus.Registerer
+	// KeepAlive is the interval of the blank line an idle event stream
+	// sends (15 s when zero).
+	KeepAlive time.Duration
 }
 
 // Server is the HTTP API of one amserver server.
@@ -58,6 +69,9 @@ type Server struct {
 
 	acl      bool
 	aclRules map[string]aclRule
+	metricsHandler http.Handler
+	metrics        *requestMetrics // nil without a Registerer
+	keepAlive      time.Duration
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
@@ -65,8 +79,9 @@ type Server struct {
 	stopOnce sync.Once
 }
 
-// New builds the server and its routes. It panics on an invalid body limit,
-// a configuration error caught at startup.
+// New builds the server and its routes. It panics on an invalid body limit
+// or metrics that clash with others in the registry, configuration errors
+// caught at startup.
 func New(cfg Config) *Server {
 	if cfg.Backend == nil {
 		panic("httpapi: Config.Backend is required")
@@ -87,14 +102,26 @@ func New(cfg Config) *Server {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
 	s := &Server{
 		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
 		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
 		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
+		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive,
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	if cfg.Registerer != nil {
+		m, err := newRequestMetrics(cfg.Registerer, e)
+		if err != nil {
+			panic(fmt.Sprintf("httpapi: register metrics: %v", err))
+		}
+		s.metrics = m
+		e.Use(m.middleware)
+	}
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}))
 	e.Use(s.logRequests)
 	e.Use(s.checkForwardTarget)

@@ -98,3 +98,26 @@ func TestAgentFlagsFromEnvironment(t *testing.T) {
 		t.Fatalf("a bad value must name its variable: %v", err)
 	}
 }
+
+// TestACLJSON: every acl command prints one JSON document with --json.
+func TestACLJSON(t *testing.T) {
+	f := newFake(t)
+	tok := api.ACLToken{AccessorID: "acc1", Kind: api.ACLRead, CreateTime: time.Now(), CreateIndex: 3, ModifyIndex: 3}
+	f.reply("POST /v1/acl/tokens", http.StatusCreated, api.ACLTokenCreated{Token: tok, SecretID: "s3cr3t-s3cr3t-s3cr3t"})
+	f.reply("GET /v1/acl/tokens", http.StatusOK, []api.ACLToken{tok})
+	f.reply("GET /v1/acl/tokens/acc1", http.StatusOK, tok)
+	f.reply("GET /v1/acl/token/self", http.StatusOK, tok)
+	f.on("DELETE /v1/acl/tokens/acc1", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, args := range [][]string{
+		{"acl", "token", "create", "--kind", "read"}, {"acl", "token", "list"}, {"acl", "token", "read", "acc1"},
+		{"acl", "token", "self"}, {"acl", "token", "delete", "acc1"},
+	} {
+		r := runCLI(t, f.srv.URL, "", append(args, "--json")...)
+		if r.code != exitOK {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		if err := checkJSON(r.stdout, false); err != nil {
+			t.Fatalf("%v: %v in:\n%s", args, err, r.stdout)
+		}
+	}
+}

@@ -57,9 +57,10 @@ func newRemoveCmd(a *app, use, short, what, done string,
 			if err := remove(c, ctx, args[0]); err != nil {
 				return about(err, what, args[0])
 			}
-			if !a.json {
-				fmt.Fprintf(cmd.OutOrStdout(), done+"\n", args[0])
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: what, ID: args[0], Result: "removed"})
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), done+"\n", args[0])
 			return nil
 		},
 	}

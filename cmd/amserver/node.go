@@ -246,9 +246,10 @@ func newNodeDeregisterCmd(a *app) *cobra.Command {
 			if err := c.DeregisterNode(ctx, args[0], force); err != nil {
 				return about(err, "node", args[0])
 			}
-			if !a.json {
-				fmt.Fprintf(cmd.OutOrStdout(), "node %q deregistered\n", args[0])
+			if a.json {
+				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: "node", ID: args[0], Result: "deregistered"})
 			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %q deregistered\n", args[0])
 			return nil
 		},
 	}

@@ -88,7 +88,7 @@ func newRaftTransferCmd(a *app) *cobra.Command {
 				return about(err, "raft peer", target)
 			}
 			if a.json {
-				return nil
+				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: "raft peer", ID: target, Result: "leadershipTransferred"})
 			}
 			if target == "" {
 				target = "a follower"

@@ -43,6 +43,15 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// doneJSON is what --json prints for a command whose API answer has no
+// body (204), so that a script always reads one JSON document: what the
+// command acted on and what became of it.
+type doneJSON struct {
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+	Result string `json:"result"`
+}
+
 // clean quotes s when it holds anything a terminal would not print as-is.
 func clean(s string) string {
 	for _, r := range s {

@@ -107,7 +107,10 @@ func TestCompletion(t *testing.T) {
 	}{
 		{[]string{"__complete", "bundle", "status", ""}, "enc-1"},
 		{[]string{"__complete", "node", "drain", ""}, "w-1"},
+		{[]string{"completion", "bash"}, "complete -o default -F __start_amserver amserver"},
 		{[]string{"completion", "zsh"}, "compdef"},
+		{[]string{"completion", "fish"}, "complete -c amserver"},
+		{[]string{"__complete", "events", "--type", ""}, "nodeStatus"},
 	}
 	for _, tt := range tests {
 		// The address comes from the environment, as in a shell; a flag

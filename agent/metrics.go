@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// metrics is one server's Prometheus registry and its amserver_ metrics. A
+// registry per server, not the global one, lets a test or the dev cluster
+// run several servers in one process. Counters count what this process did
+// since it started; counters of cluster work count it on the leader that
+// committed it, so summing a counter over all servers counts each event
+// once, and a leader change does not replay the past into the new leader.
+type metrics struct {
+	reg *prometheus.Registry
+
+	placementLatency prometheus.Histogram
+	placementBatch   prometheus.Histogram
+	failovers        prometheus.Counter
+	placements       prometheus.Counter
+	unplaceable      prometheus.Counter
+	promotions       prometheus.Counter
+	evictions        prometheus.Counter
+	events           *prometheus.CounterVec
+}
+
+// latencyBuckets span a fast batch (ms) to a bundle waiting minutes for room.
+var latencyBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+func newMetrics(s *Server) (*metrics, error) {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.placementLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "amserver_placement_latency_seconds",
+		Help: "Time from the leader first seeing a bundle pending to the commit of the plan that placed it " +
+			"(bundles placed while pending; a new leader starts its clock when it takes over).",
+		Buckets: latencyBuckets,
+	})
+	m.placementBatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "amserver_placement_batch_duration_seconds",
+		Help:    "Time the placer spent on one batch: placement decisions plus the Raft commit of the plan.",
+		Buckets: latencyBuckets,
+	})
+	m.failovers = counter("amserver_failovers_total",
+		"Bundles the failover duty repaired after a node went down or left (promotion or re-placement of lost jobs).")
+	m.placements = counter("amserver_placements_total",
+		"Bundles placed or moved (bundlePlaced events) in plans this server committed as leader.")
+	m.unplaceable = counter("amserver_placement_failures_total",
+		"Placement attempts that left a bundle unplaceable (bundleUnplaceable events) in plans this server committed as leader.")
+	m.promotions = counter("amserver_promotions_total",
+		"Backups promoted to primary (failover events), by failover or eviction, in plans this server committed as leader.")
+	m.evictions = counter("amserver_evictions_total",
+		"Bundles evicted by a higher-priority bundle (evicted events) in plans this server committed as leader.")
+	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "amserver_events_total",
+		Help: "Cluster events recorded by commands this server committed as leader, by event type.",
+	}, []string{"type"})
+
+	sink, err := goMetricsSink()
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.placementLatency, m.placementBatch, m.failovers, m.placements, m.unplaceable,
+		m.promotions, m.evictions, m.events, newStateCollector(s), sink,
+	} {
+		if err := m.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// handler serves the registry in the Prometheus text format. A collector
+// that fails leaves the others served.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// committed counts the events of the command committed at index, on the
+// leader that proposed it. Events are read in growing pages: a plan of many
+// parts records many events under one index, and reading every event after
+// it would copy the whole tail on a busy leader.
+func (m *metrics) committed(st *fsm.State, index uint64) {
+	for limit := 64; ; limit *= 4 {
+		evs := st.Events(index-1, limit)
+		n := 0
+		for _, e := range evs {
+			if e.Index != index {
+				break
+			}
+			n++
+		}
+		if n < limit {
+			for _, e := range evs[:n] {
+				m.count(e.Type)
+			}
+			return
+		}
+	}
+}
+
+func (m *metrics) count(typ string) {
+	m.events.WithLabelValues(typ).Inc()
+	switch typ {
+	case "bundlePlaced":
+		m.placements.Inc()
+	case "bundleUnplaceable":
+		m.unplaceable.Inc()
+	case "failover":
+		m.promotions.Inc()
+	case "evicted":
+		m.evictions.Inc()
+	}
+}
+
+// pendingSince remembers when this leader first saw each pending bundle, for
+// the placement latency. Leader-local and rebuilt every term: it measures,
+// it decides nothing.
+type pendingSince map[string]time.Time
+
+// see starts the clock of every pending bundle in the queue not yet seen.
+func (w pendingSince) see(queue []*fsm.Bundle, now time.Time) {
+	for _, b := range queue {
+		if b.State != fsm.StatePending {
+			continue
+		}
+		if _, ok := w[b.ID()]; !ok {
+			w[b.ID()] = now
+		}
+	}
+}
+
+// settle observes the bundles that left pending by being placed and forgets
+// every bundle that left pending at all (placed, unplaceable, deleted).
+func (w pendingSince) settle(st *fsm.State, h prometheus.Observer, now time.Time) {
+	for id, since := range w {
+		b := st.Bundle(id)
+		if b != nil && b.State == fsm.StatePending {
+			continue
+		}
+		if b != nil && (b.State == fsm.StatePlaced || b.State == fsm.StateDegraded) {
+			h.Observe(now.Sub(since).Seconds())
+		}
+		delete(w, id)
+	}
+}

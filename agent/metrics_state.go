@@ -1,0 +1,79 @@
+package agent
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// stateCollector reads gauges from this server's replica at scrape time, so
+// they are right on every server and after any leader change, with nothing
+// to keep in step.
+type stateCollector struct {
+	s *Server
+
+	leader, applied, queue, bundles, degraded *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*stateCollector)(nil)
+
+// bundleStates and degradationCodes are exported with zeros too, so that an
+// alert on a series finds it before the first bundle ever gets there.
+var (
+	bundleStates = []string{fsm.StateScheduled, fsm.StatePending, fsm.StatePlaced, fsm.StateDegraded,
+		fsm.StateUnplaceable, fsm.StateDeleting}
+	degradationCodes = []string{fsm.DegradeReplicaSpansAz, fsm.DegradeBackupSameCld, fsm.DegradeBackupSameAz,
+		fsm.DegradeBackupSameNode, fsm.DegradeNoBackup}
+)
+
+func newStateCollector(s *Server) *stateCollector {
+	return &stateCollector{
+		s: s,
+		leader: prometheus.NewDesc("amserver_is_leader",
+			"1 while this server is the Raft leader, else 0.", nil, nil),
+		applied: prometheus.NewDesc("amserver_applied_index",
+			"Last Raft index applied to this server's state machine.", nil, nil),
+		queue: prometheus.NewDesc("amserver_placement_queue_depth",
+			"Bundles waiting for placement (state pending) in this server's replica.", nil, nil),
+		bundles: prometheus.NewDesc("amserver_bundles",
+			"Bundles by state in this server's replica.", []string{"state"}, nil),
+		degraded: prometheus.NewDesc("amserver_degraded_bundles",
+			"Bundles currently carrying a degradation (a relaxed resilience rule), by degradation code, "+
+				"in this server's replica.", []string{"code"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.leader, c.applied, c.queue, c.bundles, c.degraded} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	leader := 0.0
+	if c.s.store.IsLeader() {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(c.s.raft.AppliedIndex()))
+
+	st := c.s.store.State()
+	byCode := map[string]int{}
+	for _, state := range bundleStates {
+		list := st.BundlesInState(state)
+		ch <- prometheus.MustNewConstMetric(c.bundles, prometheus.GaugeValue, float64(len(list)), state)
+		if state == fsm.StatePending {
+			ch <- prometheus.MustNewConstMetric(c.queue, prometheus.GaugeValue, float64(len(list)))
+		}
+		for _, b := range list {
+			for _, d := range b.Degradations {
+				byCode[d.Code]++
+			}
+		}
+	}
+	for _, code := range degradationCodes {
+		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, float64(byCode[code]), code)
+	}
+}

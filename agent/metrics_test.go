@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	gometrics "github.com/hashicorp/go-metrics/compat"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/amserver/amserver/api"
+)
+
+// scrapeMetrics fetches a server's /metrics and parses the text format.
+func scrapeMetrics(t *testing.T, s *Server) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.HTTPAddr()+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics does not parse as Prometheus text: %v", err)
+	}
+	return fams
+}
+
+// sample is the value of the series of family name whose labels include
+// every pair of want; ok is false when there is none.
+func sample(fams map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(want); i += 2 {
+			if labels[want[i]] != want[i+1] {
+				continue next
+			}
+		}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			return m.GetCounter().GetValue(), true
+		case dto.MetricType_GAUGE:
+			return m.GetGauge().GetValue(), true
+		case dto.MetricType_HISTOGRAM:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		default:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// TestMetricsAfterPlacement scrapes a running server after it placed one
+// bundle and failed to place another: the application counters and gauges
+// moved, the HTTP metrics name route templates, and raft and memberlist
+// report through the same endpoint.
+func TestMetricsAfterPlacement(t *testing.T) {
+	d, c := startDev(t, 1, 2, nil)
+	s := d.Servers[0]
+	ctx := ctxTimeout(t, 60*time.Second)
+	if _, err := c.CreateBundle(ctx, oneJob("fits", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBundle(ctx, oneJob("too-big", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "one bundle placed, one unplaceable", func() bool {
+		return bundleState(t, c, "fits") == api.StatePlaced && bundleState(t, c, "too-big") == api.StateUnplaceable
+	})
+
+	fams := scrapeMetrics(t, s)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		min    float64
+	}{
+		{"amserver_placements_total", nil, 1},
+		{"amserver_placement_failures_total", nil, 1},
+		{"amserver_placement_latency_seconds", nil, 1},
+		{"amserver_placement_batch_duration_seconds", nil, 1},
+		{"amserver_events_total", []string{"type", "bundleCreated"}, 2},
+		{"amserver_is_leader", nil, 1},
+		{"amserver_applied_index", nil, 1},
+		{"amserver_bundles", []string{"state", "placed"}, 1},
+		{"amserver_bundles", []string{"state", "unplaceable"}, 1},
+		{"amserver_http_requests_total", []string{"method", "POST", "route", "/v1/bundles", "code", "201"}, 2},
+		{"amserver_http_request_duration_seconds", []string{"method", "POST", "route", "/v1/bundles"}, 2},
+	} {
+		got, ok := sample(fams, tc.name, tc.labels...)
+		if !ok || got < tc.min {
+			t.Errorf("%s%v = %v (present: %v), want at least %v", tc.name, tc.labels, got, ok, tc.min)
+		}
+	}
+	for _, name := range []string{"amserver_placement_queue_depth", "amserver_failovers_total",
+		"amserver_promotions_total", "amserver_evictions_total"} {
+		if fams[name] == nil {
+			t.Errorf("%s is missing", name)
+		}
+	}
+	if _, ok := sample(fams, "amserver_degraded_bundles", "code", "noBackup"); !ok {
+		t.Error("amserver_degraded_bundles{code=noBackup} is missing (it is exported at zero)")
+	}
+	for _, prefix := range []string{"raft_", "memberlist_", "go_", "process_"} {
+		if !hasPrefix(fams, prefix) {
+			t.Errorf("no %s series", prefix)
+		}
+	}
+}
+
+// counterValue reads one counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+func hasPrefix(fams map[string]*dto.MetricFamily, prefix string) bool {
+	for name := range fams {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// The go-metrics sink is one per process; every server's registry shows it,
+// and creating it again neither fails nor panics.
+func TestMetricsGoMetricsSinkShared(t *testing.T) {
+	var regs []*prometheus.Registry
+	for range 2 {
+		sink, err := goMetricsSink()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(sink); err != nil {
+			t.Fatal(err)
+		}
+		regs = append(regs, reg)
+	}
+	gometrics.IncrCounter([]string{"raft", "metrics_test"}, 1)
+	for i, reg := range regs {
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range fams {
+			found = found || f.GetName() == "raft_metrics_test"
+		}
+		if !found {
+			t.Errorf("registry %d does not show the go-metrics counter", i)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/api"
+)
+
+// jsonCase is one command run with --json; ndjson commands print a JSON
+// object per line instead of one document.
+type jsonCase struct {
+	args   []string
+	ndjson bool
+}
+
+// notJSON are the commands --json does not apply to: long-running
+// processes, scripts and help.
+var notJSON = []string{"agent", "dev", "completion", "help"}
+
+// jsonElsewhere are commands whose --json output another test checks (the
+// dev cluster runs without ACLs): TestACLJSON.
+var jsonElsewhere = []string{"acl token create", "acl token delete", "acl token list", "acl token read", "acl token self"}
+
+// TestJSONEveryCommand runs every client command with --json against an
+// in-process dev cluster, in an order that makes each one meaningful, and
+// checks that stdout is exactly one JSON document (or NDJSON). A command
+// added without a case here fails the test.
+func TestJSONEveryCommand(t *testing.T) {
+	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	addr := "http://" + d.HTTPAddr()
+	waitNodes(t, addr, 2)
+
+	dir := t.TempDir()
+	bundle := writeFile(t, dir, "b.yaml", "id: j-1\npool: default\njobs: [{name: enc, requirements: {capacity: 1}}]\n")
+	retag := writeFile(t, dir, "b2.yaml", "id: j-1\npool: default\ntags: {team: audio}\njobs: [{name: enc, requirements: {capacity: 1}}]\n")
+	pool := writeFile(t, dir, "p.json", `{"name": "extra"}`)
+	service := writeFile(t, dir, "s.yaml", "id: probe\npools: [extra]\nlaunch: {driver: none}\n")
+	snap := filepath.Join(dir, "state.snap")
+
+	cases := []jsonCase{
+		{args: []string{"status"}},
+		{args: []string{"members"}},
+		{args: []string{"node", "list"}},
+		{args: []string{"node", "status", "worker-1"}},
+		{args: []string{"pool", "apply", pool}},
+		{args: []string{"pool", "list"}},
+		{args: []string{"service", "apply", service}},
+		{args: []string{"service", "list"}},
+		{args: []string{"bundle", "validate", bundle}},
+		{args: []string{"bundle", "plan", bundle}},
+		{args: []string{"bundle", "submit", bundle, "--wait"}},
+		{args: []string{"bundle", "list"}},
+		{args: []string{"bundle", "status", "j-1"}},
+		{args: []string{"bundle", "replace", retag}},
+		{args: []string{"node", "cordon", "worker-2"}},
+		{args: []string{"node", "uncordon", "worker-2"}},
+		{args: []string{"node", "drain", "worker-2"}},
+		{args: []string{"operator", "raft", "list-peers"}},
+		{args: []string{"operator", "snapshot", "save", snap}},
+		{args: []string{"operator", "snapshot", "inspect", snap}},
+		{args: []string{"operator", "snapshot", "restore", snap}},
+		{args: []string{"events", "--timeout", "500ms"}, ndjson: true},
+		{args: []string{"bundle", "delete", "j-1"}},
+		{args: []string{"service", "delete", "probe"}},
+		{args: []string{"pool", "delete", "extra"}},
+		{args: []string{"node", "deregister", "worker-2", "--force"}},
+		// A one-server cluster can neither hand leadership over nor lose
+		// its only peer: TestJSONNoBodyCommands covers these two.
+		{args: []string{"operator", "raft", "transfer-leadership"}},
+		{args: []string{"operator", "raft", "remove-peer", "server-1"}},
+	}
+	expectFail := map[string]bool{"operator raft transfer-leadership": true, "operator raft remove-peer": true}
+	covered := map[string]bool{}
+	for _, tc := range cases {
+		name := commandName(tc.args)
+		covered[name] = true
+		t.Run(name, func(t *testing.T) {
+			r := runCLI(t, addr, "", append(tc.args, "--json")...)
+			if expectFail[name] {
+				if r.code == exitOK || r.stdout != "" {
+					t.Fatalf("exit %d, stdout %q: want a failure with nothing on stdout", r.code, r.stdout)
+				}
+				return
+			}
+			if r.code != exitOK {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if err := checkJSON(r.stdout, tc.ndjson); err != nil {
+				t.Fatalf("%v in:\n%s", err, r.stdout)
+			}
+		})
+	}
+	forEachLeaf(newRootCmd(&app{}), func(name string) {
+		if !covered[name] && !slices.Contains(notJSON, strings.Fields(name)[0]) && !slices.Contains(jsonElsewhere, name) {
+			t.Errorf("command %q has no --json case", name)
+		}
+	})
+}
+
+// TestJSONNoBodyCommands: commands whose API answer has no body still print
+// one JSON document with --json.
+func TestJSONNoBodyCommands(t *testing.T) {
+	f := newFake(t)
+	noContent := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
+	f.on("DELETE /v1/operator/raft/peers/s3", noContent)
+	f.on("POST /v1/operator/raft/transfer-leadership", noContent)
+	f.on("DELETE /v1/pools/live", noContent)
+	for _, tc := range []struct {
+		args []string
+		want doneJSON
+	}{
+		{[]string{"operator", "raft", "remove-peer", "s3"}, doneJSON{Kind: "raft peer", ID: "s3", Result: "removed"}},
+		{[]string{"operator", "raft", "transfer-leadership", "s2"}, doneJSON{Kind: "raft peer", ID: "s2", Result: "leadershipTransferred"}},
+		{[]string{"pool", "delete", "live"}, doneJSON{Kind: "pool", ID: "live", Result: "removed"}},
+	} {
+		r := runCLI(t, f.srv.URL, "", append(tc.args, "--json")...)
+		var got doneJSON
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&got); r.code != exitOK || err != nil || got != tc.want {
+			t.Errorf("%v: exit %d, %+v (%v), want %+v", tc.args, r.code, got, err, tc.want)
+		}
+	}
+}
+
+// commandName is the command path the arguments name ("node status").
+func commandName(args []string) string {
+	var words []string
+	cmd := newRootCmd(&app{})
+	for _, a := range args {
+		next, _, err := cmd.Find([]string{a})
+		if err != nil || next == cmd {
+			break
+		}
+		words, cmd = append(words, next.Name()), next
+	}
+	return strings.Join(words, " ")
+}
+
+// forEachLeaf calls fn with the path (without the root) of every runnable
+// command that has no subcommands.
+func forEachLeaf(c *cobra.Command, fn func(string)) {
+	for _, sub := range c.Commands() {
+		if len(sub.Commands()) == 0 {
+			fn(strings.TrimPrefix(sub.CommandPath(), "amserver "))
+			continue
+		}
+		forEachLeaf(sub, fn)
+	}
+}
+
+// checkJSON: out is one JSON document, or with ndjson, one per line.
+func checkJSON(out string, ndjson bool) error {
+	if !ndjson {
+		dec := json.NewDecoder(strings.NewReader(out))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return errors.New("more than one JSON document")
+		}
+		return nil
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	n := 0
+	for sc.Scan() {
+		var ev api.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil || ev.Index == 0 || ev.Type == "" {
+			return errors.New("line is not an event: " + sc.Text())
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no events")
+	}
+	return nil
+}
+
+func waitNodes(t *testing.T, addr string, want int) {
+	t.Helper()
+	c, err := api.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		nodes, _, err := c.Nodes(t.Context(), api.NodeFilter{Status: api.NodeReady}, nil)
+		if err == nil && len(nodes) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ready nodes, want %d (%v)", len(nodes), want, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestSubmitWaitInProcess: against a real server, --wait prints the state
+// changes up to placed and the replicas, or up to unplaceable and the
+// explanation (exit 1).
+func TestSubmitWaitInProcess(t *testing.T) {
+	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
+	addr := "http://" + d.HTTPAddr()
+	waitNodes(t, addr, 2)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		id       string
+		capacity string
+		code     int
+		out      []string
+	}{
+		{"fits", "1", exitOK, []string{`bundle "fits" submitted`, `bundle "fits" is pending`, `bundle "fits" is placed`, "NODE"}},
+		{"too-big", "1000", exitFailure, []string{`bundle "too-big" is unplaceable`, "Explain: 2 nodes evaluated",
+			"Nearest miss: node worker-", "stopped at capacity"}},
+	} {
+		file := writeFile(t, dir, tc.id+".yaml", "id: "+tc.id+"\npool: default\njobs: [{name: enc, requirements: {capacity: "+tc.capacity+"}}]\n")
+		r := runCLI(t, addr, "", "bundle", "submit", file, "--wait")
+		if r.code != tc.code {
+			t.Errorf("%s: exit %d, want %d: %s", tc.id, r.code, tc.code, r.stderr)
+		}
+		last := -1
+		for _, s := range tc.out {
+			i := strings.Index(r.stdout, s)
+			if i < 0 || i < last {
+				t.Errorf("%s: %q missing or out of order in:\n%s", tc.id, s, r.stdout)
+			}
+			last = i
+		}
+	}
+}
