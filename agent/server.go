@@ -15,6 +15,7 @@ import (
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/scheduler"
+	"github.com/amserver/amserver/ui"
 )
 
 // Server is one amserver server: a Raft voter, a gossip member and an HTTP
@@ -88,7 +89,8 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger})
+	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
+		UI: ui.Handler()})
 	return s, nil
 }
 

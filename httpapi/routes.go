@@ -4,8 +4,8 @@ import "github.com/labstack/echo/v4"
 
 const snapshotPath = "/v1/operator/snapshot"
 
-// routes registers every endpoint of DESIGN §7 (except /metrics and /ui,
-// which come later). Each route's class decides its consistency: local
+// routes registers every endpoint of DESIGN §7 (except /metrics, which
+// comes later, and the web UI: routes_ui.go). Each route's class decides its consistency: local
 // answers this server's own view, read is linearizable unless ?stale, write
 // runs on the leader.
 func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {

@@ -43,6 +43,9 @@ type Config struct {
 	// before the longest blocking query (5 m); the default has no timeout
 	// and relies on the request's context.
 	ForwardClient *http.Client
+	// UI serves the web UI rooted at "/" (ui.Handler); the server mounts it
+	// at /ui/. Nil serves no UI.
+	UI http.Handler
 }
 
 // Server is the HTTP API of one amserver server.
@@ -95,6 +98,9 @@ func New(cfg Config) *Server {
 	}))
 	s.echo = e
 	s.routes(middleware.BodyLimit(cfg.SnapshotBodyLimit))
+	if cfg.UI != nil {
+		s.uiRoutes(cfg.UI)
+	}
 	return s
 }
 
