@@ -89,10 +89,12 @@ type browser struct {
 	probs []string
 }
 
-func newBrowser(t *testing.T, dir string) *browser {
+func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	chrome := chromiumPath(t) // skips (or fails) before anything is set up
+	dir := artifactDir(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.ExecPath(chrome),
 		chromedp.NoSandbox, // the tests run as root in CI
 		chromedp.WindowSize(1366, 768),
 		chromedp.Flag("disable-gpu", true),
@@ -107,7 +109,7 @@ func newBrowser(t *testing.T, dir string) *browser {
 	// The first run starts the browser, which lives as long as the context
 	// of that run: it must be the tab's own, not one with a timeout.
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", chromiumPath(t), err)
+		t.Fatalf("start %s: %v", chrome, err)
 	}
 	go b.watchConsole(chromedp.Console(ctx))
 	return b

@@ -96,13 +96,13 @@ export function reportError(where, err) {
   b.count++;
   const dismiss = h('button', { type: 'button', class: 'ghost', title: 'Dismiss' }, '×');
   dismiss.addEventListener('click', () => clearError(where));
-  b.el.replaceChildren(
+  const parts = [
     h('span', { class: 'where' }, where),
     h('span', { class: 'code' }, code),
     h('span', { class: 'msg' }, msg),
-    b.count > 1 ? h('span', { class: 'count' }, `×${b.count}, last ${clock(new Date())}`) : null,
-    dismiss,
-  );
+  ];
+  if (b.count > 1) parts.push(h('span', { class: 'count' }, `×${b.count}, last ${clock(new Date())}`));
+  b.el.replaceChildren(...parts, dismiss);
 }
 
 export function clearError(where) {
@@ -124,6 +124,11 @@ export async function attempt(where, fn) {
     reportError(where, e);
     return false;
   }
+}
+
+// unavailable stands in for a view's content until its first load works.
+export function unavailable(what) {
+  return h('p', { class: 'empty' }, `Could not load ${what}; the error is shown above. Retrying every few seconds.`);
 }
 
 export function askForToken(err) {

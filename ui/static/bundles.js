@@ -1,6 +1,6 @@
 // Bundles: state, primary and backup placement, degradations, the
 // explanation of anything unplaced, and a delete action.
-import { api, attempt, h, badge, chip, num, ago, statusKind, confirmAction, poll } from './app.js';
+import { api, attempt, h, badge, chip, num, ago, statusKind, confirmAction, poll, unavailable } from './app.js';
 
 export const title = 'Bundles';
 
@@ -127,13 +127,16 @@ export function mount(root) {
       ? [h('div', { class: 'bundle-head-row' }, COLUMNS.map((c) => h('span', {}, c))), ...rows]
       : [h('p', { class: 'empty' }, q ? 'No bundle matches the filter.' : 'No bundles. Submit one with `amserver bundle submit`.')]));
   };
-  const load = () => attempt('Bundles', async () => {
-    const [bundles, nodes] = await Promise.all([api('GET', '/v1/bundles'), api('GET', '/v1/nodes')]);
-    const azOf = {};
-    for (const n of nodes) azOf[n.id] = (n.labels || {}).az || '';
-    last = { bundles, azOf };
-    render();
-  });
+  const load = async () => {
+    const ok = await attempt('Bundles', async () => {
+      const [bundles, nodes] = await Promise.all([api('GET', '/v1/bundles'), api('GET', '/v1/nodes')]);
+      const azOf = {};
+      for (const n of nodes) azOf[n.id] = (n.labels || {}).az || '';
+      last = { bundles, azOf };
+      render();
+    });
+    if (!ok && !last) body.replaceChildren(unavailable('the bundles'));
+  };
   filter.addEventListener('input', render);
   return poll(load, REFRESH_MS);
 }

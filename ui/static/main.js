@@ -48,8 +48,11 @@ function wireToken() {
   window.addEventListener('amserver:token', label);
 }
 
-// watchLeader keeps the top bar's indicator current on every view.
+// watchLeader keeps the top bar's indicator current on every view. A new
+// call (after a token change) supersedes the running chain.
+let leaderRun = 0;
 async function watchLeader() {
+  const run = ++leaderRun;
   const conn = document.getElementById('conn');
   const ok = await attempt('Leader', async () => {
     try {
@@ -57,12 +60,12 @@ async function watchLeader() {
       conn.textContent = `leader ${l.id}`;
       conn.className = 'conn ok';
     } catch (e) {
-      conn.textContent = e.code === 'noLeader' ? 'no leader' : 'unreachable';
+      conn.textContent = e.code === 'noLeader' ? 'no leader' : e.status ? e.code : 'unreachable';
       conn.className = 'conn bad';
       throw e;
     }
   });
-  setTimeout(watchLeader, ok ? 5000 : 3000);
+  if (run === leaderRun) setTimeout(() => { if (run === leaderRun) watchLeader(); }, ok ? 5000 : 3000);
 }
 
 wireToken();
@@ -70,6 +73,7 @@ window.addEventListener('hashchange', route);
 window.addEventListener('amserver:token', () => {
   route();
   events.startFeed();
+  watchLeader();
 });
 route();
 events.startFeed();

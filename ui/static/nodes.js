@@ -1,6 +1,6 @@
 // Nodes grouped by cloud and AZ, with capacity, core, GPU and capability
 // usage, status and cordon/drain state; cordon, uncordon and drain actions.
-import { api, attempt, h, badge, chip, bar, num, ago, statusKind, confirmAction, poll } from './app.js';
+import { api, attempt, h, badge, chip, bar, num, ago, statusKind, confirmAction, poll, unavailable } from './app.js';
 
 export const title = 'Nodes';
 
@@ -107,14 +107,17 @@ export function mount(root) {
   const summary = h('span', { class: 'muted', id: 'nodes-summary' });
   const body = h('div', { id: 'node-groups' }, h('p', { class: 'muted' }, 'Loading…'));
   root.append(h('div', { class: 'view-head' }, h('h1', {}, 'Nodes'), summary), body);
-  let refresh = () => {};
-  const load = () => attempt('Nodes', async () => {
-    const nodes = await api('GET', '/v1/nodes');
-    const gs = groups(nodes);
-    summary.textContent = `${nodes.length} nodes in ${gs.length} failure domains`;
-    body.replaceChildren(...(gs.length ? gs.map((g) => groupSection(g, refresh))
-      : [h('p', { class: 'empty' }, 'No nodes are registered.')]));
-  });
-  refresh = load;
+  let loaded = false;
+  const load = async () => {
+    const ok = await attempt('Nodes', async () => {
+      const nodes = await api('GET', '/v1/nodes');
+      const gs = groups(nodes);
+      summary.textContent = `${nodes.length} nodes in ${gs.length} failure domains`;
+      body.replaceChildren(...(gs.length ? gs.map((g) => groupSection(g, load))
+        : [h('p', { class: 'empty' }, 'No nodes are registered.')]));
+    });
+    loaded = loaded || ok;
+    if (!loaded) body.replaceChildren(unavailable('the nodes'));
+  };
   return poll(load, REFRESH_MS);
 }

@@ -1,6 +1,6 @@
 // Cluster overview: the leader, Raft indexes, the servers of the Raft
 // configuration, gossip members, totals, and the latest events.
-import { api, attempt, h, badge, chip, ago, statusKind, poll } from './app.js';
+import { api, attempt, h, badge, chip, ago, statusKind, poll, unavailable } from './app.js';
 import { subscribe, eventTable } from './events.js';
 
 export const title = 'Overview';
@@ -89,10 +89,15 @@ export function mount(root) {
   const body = h('div', { id: 'overview-body' }, h('p', { class: 'muted' }, 'Loading…'));
   const recent = h('div', { id: 'recent-events' });
   root.append(head, body, h('div', { class: 'panel' }, h('h2', {}, 'Latest events'), recent));
-  const stopPoll = poll(() => attempt('Overview', async () => {
-    const d = await load();
-    body.replaceChildren(cards(d), serversPanel(d.peers), membersPanel(d.members));
-  }), REFRESH_MS);
+  let loaded = false;
+  const stopPoll = poll(async () => {
+    const ok = await attempt('Overview', async () => {
+      const d = await load();
+      body.replaceChildren(cards(d), serversPanel(d.peers), membersPanel(d.members));
+    });
+    loaded = loaded || ok;
+    if (!loaded) body.replaceChildren(unavailable('the cluster state'));
+  }, REFRESH_MS);
   const unsubscribe = subscribe((f) => recent.replaceChildren(eventTable(f.events.slice(-8))));
   return () => {
     stopPoll();
