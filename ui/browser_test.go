@@ -99,6 +99,13 @@ func TestBrowserUI(t *testing.T) {
 		t.Fatal(err)
 	}
 	placed := waitBundle(t, c, spec.ID, func(x *api.Bundle) bool { return x.State == api.StatePlaced && len(x.Replicas) == 2 })
+	// No dev node has 20 capacity units: accepted with a warning in a
+	// cluster pool (nodes may come), then unplaceable with an explanation.
+	tooBig := api.BundleSpec{ID: "too-big", Pool: "default", Jobs: []api.Job{{Name: "huge", Requirements: api.Requirements{Capacity: 20}}}}
+	if _, err := c.CreateBundle(t.Context(), tooBig); err != nil {
+		t.Fatal(err)
+	}
+	waitBundle(t, c, tooBig.ID, func(x *api.Bundle) bool { return x.State == api.StateUnplaceable && x.Explain != nil })
 
 	t.Run("bundle shows its placement", func(t *testing.T) {
 		primary, backup := placed.Replicas[0].Jobs[0], placed.Replicas[1].Jobs[0]
@@ -118,6 +125,8 @@ func TestBrowserUI(t *testing.T) {
 		if eval[bool](t, b, `window.__xss === 1 || document.querySelector('[data-bundle-id] img') !== null`) {
 			t.Fatal("a tag value was rendered as HTML")
 		}
+		b.click(t, `[data-bundle-id="too-big"] > summary`)
+		b.waitJS(t, "why too-big is unplaced", `/6 nodes evaluated.*capacity: 6/.test(document.querySelector('[data-bundle-id="too-big"] .explain')?.textContent)`)
 		b.shot(t, "bundles")
 	})
 

@@ -100,7 +100,7 @@ function bundleRow(b, azOf, open, refresh) {
       placementSummary(primary, azOf, 'primary'),
       placementSummary(backup || (b.resilience ? { jobs: [], state: 'pending' } : null), azOf, 'backup'),
       h('span', { class: 'small' }, degraded ? badge(`${degraded} degradation${degraded > 1 ? 's' : ''}`, 'warn') : '',
-        b.explain ? badge('explained', 'bad') : '')),
+        b.explain ? badge('see why', 'bad') : '')),
     details(b, azOf, refresh));
   el.open = open;
   return el;
