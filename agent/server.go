@@ -15,6 +15,7 @@ import (
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/scheduler"
+	"github.com/amserver/amserver/ui"
 )
 
 // Server is one amserver server: a Raft voter, a gossip member and an HTTP
@@ -98,7 +99,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	s.api = httpapi.New(httpapi.Config{
 		Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
 		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
-		ACLEnabled: cfg.ACL.Enabled,
+		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(),
 	})
 	return s, nil
 }

@@ -186,3 +186,17 @@ func TestACLDisabledAllowsAll(t *testing.T) {
 		t.Fatalf("self without ACLs: %d, want 400", resp.StatusCode)
 	}
 }
+
+// TestACLUIIsPublic: a browser loading the UI sends no token; the pages
+// are static and public, the API behind them is not.
+func TestACLUIIsPublic(t *testing.T) {
+	b := newTestBackend("s1")
+	e := newEnv(t, b, func(c *Config) { c.ACLEnabled, c.UI = true, testUI })
+	b.setLeader(e.hs.URL)
+	if resp, raw := e.do("GET", "/ui/", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /ui/ without a token: %d %s", resp.StatusCode, raw)
+	}
+	if resp, _ := e.do("GET", "/v1/nodes", nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /v1/nodes without a token: %d, want 401", resp.StatusCode)
+	}
+}

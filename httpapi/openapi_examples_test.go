@@ -42,6 +42,8 @@ func TestOpenAPIExamplesDecode(t *testing.T) {
 				switch {
 				case strings.HasPrefix(status, "2") && !documented:
 					t.Errorf("%s documents %s, which the handler never answers", key, status)
+				case strings.HasPrefix(status, "3"):
+					want = nil // a redirect has no body
 				case !strings.HasPrefix(status, "2"):
 					want = typ[api.ErrorBody]()
 				}

@@ -57,7 +57,7 @@ func TestOpenAPIConsistencyMatchesRouter(t *testing.T) {
 	t.Cleanup(leader.Close)
 	b := newTestBackend("s2")
 	b.setFollower(LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.URL}, 0)
-	e := newEnv(t, b)
+	e := newEnv(t, b, withTestUI)
 	for key, o := range openAPI(t).ops(t) {
 		if o.Planned {
 			continue

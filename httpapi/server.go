@@ -57,6 +57,9 @@ type Config struct {
 	// KeepAlive is the interval of the blank line an idle event stream
 	// sends (15 s when zero).
 	KeepAlive time.Duration
+	// UI serves the web UI rooted at "/" (ui.Handler); the server mounts it
+	// at /ui/. Nil serves no UI.
+	UI http.Handler
 }
 
 // Server is the HTTP API of one amserver server.
@@ -130,6 +133,9 @@ func New(cfg Config) *Server {
 	}))
 	s.echo = e
 	s.routes(middleware.BodyLimit(cfg.SnapshotBodyLimit))
+	if cfg.UI != nil {
+		s.uiRoutes(cfg.UI)
+	}
 	return s
 }
 

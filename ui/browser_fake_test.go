@@ -1,0 +1,148 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/ui"
+)
+
+const fakeToken = "s3cret-token"
+
+// fakeAPI answers what the UI reads, but only with the right token (as a
+// server with ACLs would), can fail GET /v1/nodes with a server error, and
+// serves the event stream in awkward pieces: a keep-alive line, a line
+// split across writes, then an end of stream the UI must resume from.
+type fakeAPI struct {
+	mu           sync.Mutex
+	eventIndexes []string // the ?index= of every authorised events request
+	failNodes    atomic.Bool
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(api.HeaderToken) != fakeToken {
+		writeJSON(w, http.StatusUnauthorized, api.ErrorBody{Error: &api.Error{Code: api.CodeUnauthorized, Message: "an ACL token is required"}})
+		return
+	}
+	leader := &api.Leader{ID: "fake-leader", RaftAddr: "10.0.0.1:7071", HTTPAddr: "10.0.0.1:7070"}
+	switch r.URL.Path {
+	case "/v1/status/leader":
+		writeJSON(w, http.StatusOK, leader)
+	case "/v1/operator/raft":
+		writeJSON(w, http.StatusOK, api.RaftConfiguration{Leader: leader, ServerID: "fake-leader", State: "Leader", Term: 3, LastIndex: 42,
+			Servers: []api.Peer{{ID: "fake-leader", Address: "10.0.0.1:7071", Suffrage: "voter", Leader: true}}})
+	case "/v1/status/peers":
+		writeJSON(w, http.StatusOK, []api.Peer{{ID: "fake-leader", Address: "10.0.0.1:7071", Suffrage: "voter", Leader: true}})
+	case "/v1/nodes":
+		if f.failNodes.Load() {
+			writeJSON(w, http.StatusInternalServerError, api.ErrorBody{Error: &api.Error{Code: api.CodeInternal, Message: "the disk is on fire"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, []any{})
+	case "/v1/members", "/v1/bundles":
+		writeJSON(w, http.StatusOK, []any{})
+	case "/v1/events":
+		f.events(w, r)
+	default:
+		writeJSON(w, http.StatusNotFound, api.ErrorBody{Error: &api.Error{Code: api.CodeNotFound, Message: "no " + r.URL.Path}})
+	}
+}
+
+func (f *fakeAPI) events(w http.ResponseWriter, r *http.Request) {
+	index := r.URL.Query().Get("index")
+	f.mu.Lock()
+	f.eventIndexes = append(f.eventIndexes, index)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set(api.HeaderIndex, "9")
+	rc := http.NewResponseController(w)
+	write := func(s string) {
+		_, _ = w.Write([]byte(s))
+		_ = rc.Flush()
+	}
+	if index == "0" || index == "" {
+		write(`{"index":5,"type":"bundleCreated","bundleId":"b-1","message":"bundle b-1 created"}` + "\n\n")
+		write(`{"index":7,"type":"bundlePlaced","bund`)
+		write(`leId":"b-1","message":"bundle b-1 placed"}` + "\n")
+		return // the stream ends; the UI must come back with ?index=7
+	}
+	if index == "7" {
+		write("\n" + `{"index":9,"type":"nodeStatus","nodeId":"n-1","message":"node n-1 is ready"}` + "\n")
+	}
+	<-r.Context().Done()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// TestBrowserTokenFeedAndErrors: a 401 asks for a token, which is then sent
+// on every request; the event feed reassembles split lines, skips
+// keep-alives and resumes from the last index after the stream ends; and
+// an API error is shown with its code and message.
+func TestBrowserTokenFeedAndErrors(t *testing.T) {
+	b := newBrowser(t)
+	fake := &fakeAPI{}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", fake)
+	mux.Handle("/ui/", http.StripPrefix("/ui", ui.Handler()))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	t.Run("401 asks for a token", func(t *testing.T) {
+		b.open(t, srv.URL+"/ui/#/overview")
+		b.waitJS(t, "the token panel", `!document.querySelector('#token-panel').hidden &&
+			document.querySelector('#token-reason').textContent.includes('401 unauthorized')`)
+		b.waitJS(t, "the error banner", `document.querySelector('#errors').textContent.includes('an ACL token is required')`)
+		b.shot(t, "token-prompt")
+		b.do(t, "type the token", chromedp.SendKeys(chromedp.CSS("#token-input"), fakeToken))
+		b.click(t, "#token-save")
+		b.waitJS(t, "the overview with the token", `document.querySelector('#leader-id')?.textContent === 'fake-leader'`)
+		b.waitJS(t, "the 401 banners cleared", `!document.querySelector('#errors').textContent.includes('an ACL token is required')`)
+		if got := eval[string](t, b, `localStorage.getItem('amserver.token')`); got != fakeToken {
+			t.Fatalf("stored token %q", got)
+		}
+	})
+
+	t.Run("event feed resumes from the last index", func(t *testing.T) {
+		b.view(t, "events")
+		b.waitJS(t, "events 5, 7 and 9", `[...document.querySelectorAll('#event-list tr[data-index]')].map((r) => r.dataset.index).join() === '9,7,5'`)
+		b.waitJS(t, "the feed live again", `document.querySelector('#feed-state .badge')?.textContent === 'live'`)
+		fake.mu.Lock()
+		got := slices.Clone(fake.eventIndexes)
+		fake.mu.Unlock()
+		if len(got) < 2 || got[0] != "0" || got[1] != "7" {
+			t.Fatalf("authorised event requests asked for indexes %v, want 0 then 7", got)
+		}
+		b.shot(t, "events-fake")
+	})
+
+	t.Run("API errors are shown", func(t *testing.T) {
+		fake.failNodes.Store(true)
+		b.view(t, "nodes")
+		b.waitJS(t, "the nodes error", `[...document.querySelectorAll('#errors .error')].some((e) =>
+			e.dataset.where === 'Nodes' && e.textContent.includes('internal') && e.textContent.includes('the disk is on fire'))`)
+		b.shot(t, "api-error")
+	})
+
+	t.Run("forgetting the token asks again", func(t *testing.T) {
+		b.click(t, "#token-button")
+		b.click(t, "#token-clear")
+		b.waitJS(t, "the token panel after a 401", `!document.querySelector('#token-panel').hidden &&
+			document.querySelector('#token-reason').textContent.includes('401')`)
+		if got := eval[bool](t, b, `localStorage.getItem('amserver.token') === null`); !got {
+			t.Fatal("the token is still stored")
+		}
+	})
+	b.checkNoProblems()
+}
