@@ -83,6 +83,10 @@ func (r *reconciler) servers(ctx context.Context) {
 }
 
 func (s *Server) addVoter(m gossip.Member) {
+	if err := s.probePeer(m.Meta.RaftAddr); err != nil {
+		s.logger.Warn("not adding server to raft: its raft TLS certificate was refused", "peer", m.Name, "addr", m.Meta.RaftAddr, "err", err)
+		return
+	}
 	err := s.raft.AddVoter(raft.ServerID(m.Name), raft.ServerAddress(m.Meta.RaftAddr), 0, 10*time.Second).Error()
 	if err != nil {
 		s.logger.Warn("adding server to raft failed", "peer", m.Name, "err", err)

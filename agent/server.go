@@ -14,6 +14,7 @@ import (
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/internal/certs"
 	"github.com/amserver/amserver/scheduler"
 )
 
@@ -31,6 +32,8 @@ type Server struct {
 	gossip    *gossip.Gossip
 	api       *httpapi.Server
 	httpLn    net.Listener
+	tls       *certs.TLS       // nil: no TLS
+	raftTLS   *tlsStreamLayer  // nil: plain TCP or a test transport
 
 	notifyCh    chan bool
 	reconcileCh chan struct{}
@@ -74,6 +77,11 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	if s.duties == nil {
 		s.duties = s.defaultDuties()
 	}
+	tc, err := cfg.loadTLS()
+	if err != nil {
+		return nil, err
+	}
+	s.tls = tc
 	if err := s.listenHTTP(); err != nil {
 		return nil, err
 	}
@@ -88,7 +96,8 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger})
+	s.api = httpapi.New(httpapi.Config{Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
+		ForwardTLS: s.forwardTLS()})
 	return s, nil
 }
 
@@ -102,10 +111,10 @@ func (s *Server) listenHTTP() error {
 			return fmt.Errorf("http listen on %s: %w", s.cfg.HTTPAddr, err)
 		}
 	}
-	s.httpLn = ln
 	if s.cfg.HTTPAdvertise == "" || s.cfg.HTTPAdvertise == s.cfg.HTTPAddr {
 		s.cfg.HTTPAdvertise = ln.Addr().String()
 	}
+	s.httpLn, s.cfg.HTTPAdvertise = s.secureHTTP(ln, s.cfg.HTTPAdvertise)
 	return nil
 }
 
@@ -115,12 +124,12 @@ func (s *Server) setupRaft() error {
 		return err
 	}
 	s.stores = stores
-	transport, err := newTransport(&s.cfg)
+	transport, raftTLS, err := newTransport(&s.cfg, s.tls)
 	if err != nil {
 		_ = stores.close()
 		return err
 	}
-	s.transport = transport
+	s.transport, s.raftTLS = transport, raftTLS
 	hasState, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
 	if err != nil {
 		_ = stores.close()

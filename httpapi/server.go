@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,9 @@ type Config struct {
 	// before the longest blocking query (5 m); the default has no timeout
 	// and relies on the request's context.
 	ForwardClient *http.Client
+	// ForwardTLS configures the default ForwardClient for leaders that
+	// serve HTTPS (their advertised address says https://).
+	ForwardTLS *tls.Config
 }
 
 // Server is the HTTP API of one amserver server.
@@ -76,7 +80,7 @@ func New(cfg Config) *Server {
 	}
 	if cfg.ForwardClient == nil {
 		cfg.ForwardClient = &http.Client{
-			Transport: forwardTransport(),
+			Transport: forwardTransport(cfg.ForwardTLS),
 			// A redirect from the leader is the client's business, not ours.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
@@ -102,8 +106,11 @@ func New(cfg Config) *Server {
 // forwarded request. http.DefaultTransport keeps only 2 idle connections per
 // host, so under load a follower dialled the leader anew for most writes it
 // forwarded (bench: write suite, c=64) and left sockets in TIME_WAIT.
-func forwardTransport() *http.Transport {
+func forwardTransport(tc *tls.Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	if tc != nil {
+		t.TLSClientConfig = tc
+	}
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	return t

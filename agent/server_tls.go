@@ -1,0 +1,49 @@
+package agent
+
+import (
+	"crypto/tls"
+	"net"
+	"strings"
+)
+
+// secureHTTP wraps the API listener in TLS when TLS is configured, and
+// gives the advertised address its scheme. The scheme travels with the
+// address everywhere it is published (gossip metadata, /v1/status/leader,
+// /v1/members), so forwarding servers, workers and clients all reach an
+// HTTPS server over HTTPS without guessing.
+func (s *Server) secureHTTP(ln net.Listener, advertise string) (net.Listener, string) {
+	if s.tls == nil {
+		return ln, advertise
+	}
+	if !strings.Contains(advertise, "://") {
+		advertise = "https://" + advertise
+	}
+	return tls.NewListener(ln, s.tls.HTTPServer()), advertise
+}
+
+// forwardTLS is the client configuration for forwarding to the leader: the
+// leader must present a server certificate, and we present ours (the API
+// may require client certificates).
+func (s *Server) forwardTLS() *tls.Config {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.ServerClient()
+}
+
+// HTTPURL is the API's URL on the listening address, with its scheme.
+func (s *Server) HTTPURL() string {
+	scheme := "http://"
+	if s.tls != nil {
+		scheme = "https://"
+	}
+	return scheme + s.HTTPAddr()
+}
+
+// probePeer checks a would-be voter's Raft certificate (mutual TLS only).
+func (s *Server) probePeer(addr string) error {
+	if s.raftTLS == nil {
+		return nil
+	}
+	return s.raftTLS.probe(addr)
+}
