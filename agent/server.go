@@ -32,8 +32,8 @@ type Server struct {
 	gossip    *gossip.Gossip
 	api       *httpapi.Server
 	httpLn    net.Listener
-	tls       *certs.TLS       // nil: no TLS
-	raftTLS   *tlsStreamLayer  // nil: plain TCP or a test transport
+	tls       *certs.TLS      // nil: no TLS
+	raftTLS   *tlsStreamLayer // nil: plain TCP or a test transport
 
 	notifyCh    chan bool
 	reconcileCh chan struct{}

@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
