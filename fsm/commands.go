@@ -35,6 +35,7 @@ const (
 	DeleteServiceType    MessageType = 15
 	TimerType            MessageType = 16
 	RecordEventType      MessageType = 17
+	KeyringType          MessageType = 20
 )
 
 // String names a command type for logs and errors.
@@ -54,6 +55,7 @@ var messageTypeNames = map[MessageType]string{
 	ApplyPlanType: "ApplyPlan", AssignmentStatusType: "AssignmentStatus",
 	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
 	TimerType: "Timer", RecordEventType: "RecordEvent",
+	KeyringType: "Keyring",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.

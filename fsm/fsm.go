@@ -83,6 +83,7 @@ func (f *FSM) registerHandlers() {
 	f.handlers[DeleteServiceType] = decoded(f.applyDeleteService)
 	f.handlers[TimerType] = decoded(f.applyTimer)
 	f.handlers[RecordEventType] = decoded(f.applyRecordEvent)
+	f.handlers[KeyringType] = decoded(f.applyKeyring)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

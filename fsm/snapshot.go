@@ -48,6 +48,7 @@ var sections = []section{
 	{kind: 6, table: tableServices, row: func() any { return &NodeService{} }},
 	{kind: 7, table: tableEvents, row: func() any { return &eventRow{} }},
 	{kind: 8, table: tableMeta, row: func() any { return &metaRow{} }},
+	{kind: 14, table: tableKeyring, row: func() any { return &Keyring{} }},
 	{kind: 9, table: tableIndex, row: func() any { return &indexRow{} }},
 }
 
