@@ -192,6 +192,9 @@ func handlerAccepts(want reflect.Type, raw []byte) error {
 			return fmt.Errorf("state %q is not one of %v", in.State, reportStates)
 		}
 	case *api.TransferLeadershipRequest:
+	case *api.KeyringRequest:
+		_, err := keyringFromAPI(*in)
+		return err
 	default:
 		return fmt.Errorf("no handler check for %T", v)
 	}

@@ -274,6 +274,8 @@ var routeSpecs = map[string]opSpec{
 	"GET /v1/operator/raft":                      {ok: answers("200", typ[api.RaftConfiguration]())},
 	"POST /v1/operator/raft/transfer-leadership": {req: typ[api.TransferLeadershipRequest](), ok: answers("204", nil)},
 	"DELETE /v1/operator/raft/peers/{id}":        {ok: answers("204", nil)},
+	"GET /v1/operator/keyring":                   {ok: answers("200", typ[api.Keyring]())},
+	"POST /v1/operator/keyring":                  {req: typ[api.KeyringRequest](), ok: answers("204", nil)},
 }
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)

@@ -2,7 +2,10 @@ package httpapi
 
 import "github.com/labstack/echo/v4"
 
-const snapshotPath = "/v1/operator/snapshot"
+const (
+	snapshotPath = "/v1/operator/snapshot"
+	keyringPath  = "/v1/operator/keyring"
+)
 
 // routes registers every endpoint of DESIGN §7 (except /metrics and /ui,
 // which come later). Each route's class decides its consistency: local
@@ -54,4 +57,9 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	e.GET("/v1/operator/raft", s.getRaft, read)
 	e.POST("/v1/operator/raft/transfer-leadership", s.transferLeadership, write)
 	e.DELETE("/v1/operator/raft/peers/:id", s.removePeer, write)
+
+	// Gossip keyring (issue 9), kept apart so that ACLs can guard it:
+	// changes need management, ?keys=true needs worker or management.
+	e.GET(keyringPath, s.getKeyring, read)
+	e.POST(keyringPath, s.changeKeyring, write)
 }
