@@ -191,6 +191,7 @@ func (s *Server) Start(ctx context.Context) error {
 	})
 	if s.gossip != nil {
 		s.goRun(func() { s.watchGossip(ctx) })
+		s.goRun(func() { s.watchKeyring(ctx) })
 		if len(s.cfg.Join) > 0 {
 			s.goRun(func() { s.join(ctx) })
 		}

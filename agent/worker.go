@@ -96,6 +96,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		w.run(ctx)
 	}()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.followKeyring(ctx)
+	}()
 	if events := w.cfg.Driver.Events(); events != nil {
 		w.wg.Add(1)
 		go func() {
