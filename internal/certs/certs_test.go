@@ -151,7 +151,7 @@ func pipeHandshake(t *testing.T, client, server *tls.Config) (clientErr, serverE
 			done <- err
 			return
 		}
-		defer raw.Close()
+		defer func() { _ = raw.Close() }()
 		_ = raw.SetDeadline(time.Now().Add(5 * time.Second))
 		s := tls.Server(raw, server)
 		buf := make([]byte, 1)
