@@ -171,7 +171,7 @@ func (s *Server) httpAddrOf(id string) string {
 			return m.Meta.HTTPAddr
 		}
 	}
-	return s.cfg.PeerHTTP[id]
+	return s.withScheme(s.cfg.PeerHTTP[id])
 }
 
 // Start serves HTTP, joins gossip and runs the background loops until

@@ -21,6 +21,15 @@ func (s *Server) secureHTTP(ln net.Listener, advertise string) (net.Listener, st
 	return tls.NewListener(ln, s.tls.HTTPServer()), advertise
 }
 
+// withScheme makes a configured peer address (PeerHTTP) an https URL when
+// this cluster serves HTTPS; gossip already publishes the scheme.
+func (s *Server) withScheme(addr string) string {
+	if s.tls == nil || addr == "" || strings.Contains(addr, "://") {
+		return addr
+	}
+	return "https://" + addr
+}
+
 // forwardTLS is the client configuration for forwarding to the leader: the
 // leader must present a server certificate, and we present ours (the API
 // may require client certificates).
