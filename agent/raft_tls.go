@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -33,7 +32,8 @@ type tlsStreamLayer struct {
 	logger    *slog.Logger
 
 	conns     chan net.Conn
-	done      chan struct{}
+	ctx       context.Context // ended by Close, with the handshakes in flight
+	cancel    context.CancelFunc
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
@@ -54,8 +54,9 @@ func newTLSStreamLayer(bind string, advertise net.Addr, tc *certs.TLS, logger *s
 	}
 	l := &tlsStreamLayer{
 		ln: ln, advertise: advertise, server: tc.RaftServer(), client: tc.RaftClient(), logger: logger,
-		conns: make(chan net.Conn), done: make(chan struct{}),
+		conns: make(chan net.Conn),
 	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l, nil
@@ -63,21 +64,27 @@ func newTLSStreamLayer(bind string, advertise net.Addr, tc *certs.TLS, logger *s
 
 func (l *tlsStreamLayer) acceptLoop() {
 	defer l.wg.Done()
+	backoff := 5 * time.Millisecond
 	for {
 		raw, err := l.ln.Accept()
 		if err != nil {
 			select {
-			case <-l.done:
+			case <-l.ctx.Done():
 				return
 			default:
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			// Out of descriptors and the like: back off and keep accepting,
+			// as raft's own TCP stream layer does.
+			l.logger.Warn("raft accept failed", "err", err, "backoff", backoff)
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-time.After(backoff):
 			}
-			l.logger.Error("raft accept failed", "err", err)
-			return
+			backoff = min(backoff*2, time.Second)
+			continue
 		}
+		backoff = 5 * time.Millisecond
 		l.wg.Add(1)
 		go l.handshake(raw)
 	}
@@ -86,17 +93,19 @@ func (l *tlsStreamLayer) acceptLoop() {
 // handshake completes the server side of one connection and hands it over.
 func (l *tlsStreamLayer) handshake(raw net.Conn) {
 	defer l.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), raftHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(l.ctx, raftHandshakeTimeout)
 	defer cancel()
 	conn := tls.Server(raw, l.server)
 	if err := conn.HandshakeContext(ctx); err != nil {
-		l.logger.Warn("raft TLS handshake refused", "remote", raw.RemoteAddr().String(), "err", err)
+		if l.ctx.Err() == nil { // not our own Close
+			l.logger.Warn("raft TLS handshake refused", "remote", raw.RemoteAddr().String(), "err", err)
+		}
 		_ = raw.Close()
 		return
 	}
 	select {
 	case l.conns <- conn:
-	case <-l.done:
+	case <-l.ctx.Done():
 		_ = conn.Close()
 	}
 }
@@ -106,7 +115,7 @@ func (l *tlsStreamLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
-	case <-l.done:
+	case <-l.ctx.Done():
 		return nil, net.ErrClosed
 	}
 }
@@ -115,7 +124,7 @@ func (l *tlsStreamLayer) Accept() (net.Conn, error) {
 func (l *tlsStreamLayer) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
-		close(l.done)
+		l.cancel()
 		err = l.ln.Close()
 		l.wg.Wait()
 	})

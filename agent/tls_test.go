@@ -301,3 +301,45 @@ func TestRaftTLSHandshakeDoesNotHang(t *testing.T) {
 		t.Fatalf("a proper handshake behind silent connections: %v", err)
 	}
 }
+
+// TestRaftTLSDialToSilentPeerTimesOut: a peer that accepts TCP but never
+// answers the handshake fails the dial within its timeout.
+func TestRaftTLSDialToSilentPeerTimesOut(t *testing.T) {
+	pki := newTestPKI(t)
+	tc, err := certs.LoadServer(pki.files(true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := newTLSStreamLayer("127.0.0.1:0", nil, tc, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Dial(raft.ServerAddress(silent.Addr().String()), 300*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a handshake with a silent peer succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dial hung past its timeout")
+	}
+}
