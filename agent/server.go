@@ -35,6 +35,9 @@ type Server struct {
 	tls       *certs.TLS      // nil: no TLS
 	raftTLS   *tlsStreamLayer // nil: plain TCP or a test transport
 
+	probeMu     sync.Mutex
+	probeFailed map[string]time.Time // raft address → last failed certificate probe
+
 	notifyCh    chan bool
 	reconcileCh chan struct{}
 	duties      []Duty

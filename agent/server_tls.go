@@ -2,8 +2,10 @@ package agent
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"strings"
+	"time"
 )
 
 // secureHTTP wraps the API listener in TLS when TLS is configured, and
@@ -56,3 +58,39 @@ func (s *Server) probePeer(addr string) error {
 	}
 	return s.raftTLS.probe(addr)
 }
+
+// probeRetry is how long the leader waits before probing an address that
+// failed again: the reconciler runs every second and also writes node
+// status, which a probe of a silent address (up to the handshake timeout)
+// must not hold up each time.
+const probeRetry = 10 * time.Second
+
+// probeVoter is probePeer for the reconciler: a failure is remembered per
+// address for probeRetry, during which the address is refused at once
+// (errProbeBackoff) and nothing is logged again.
+func (s *Server) probeVoter(addr string) error {
+	if s.raftTLS == nil {
+		return nil
+	}
+	s.probeMu.Lock()
+	failed, ok := s.probeFailed[addr]
+	s.probeMu.Unlock()
+	if ok && time.Since(failed) < probeRetry {
+		return errProbeBackoff
+	}
+	err := s.probePeer(addr)
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if err != nil {
+		if s.probeFailed == nil {
+			s.probeFailed = map[string]time.Time{}
+		}
+		s.probeFailed[addr] = time.Now()
+		return err
+	}
+	delete(s.probeFailed, addr)
+	return nil
+}
+
+// errProbeBackoff: the address failed its certificate probe recently.
+var errProbeBackoff = errors.New("raft certificate probe failed recently")
