@@ -55,7 +55,8 @@ func (g *Gossip) SetKeyring(ctx context.Context, keys [][]byte, primary []byte) 
 	if !slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, primary) }) {
 		return errors.New("gossip: the primary key must be one of the keys")
 	}
-	changed, err := g.reconcileKeys(keys, primary)
+	// memberlist keeps the slices it is given; ours may be shared (the FSM's rows).
+	changed, err := g.reconcileKeys(cloneKeys(keys), bytes.Clone(primary))
 	if err != nil || !changed {
 		return err
 	}
