@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/certs"
 )
 
 // Default ports (DESIGN §1).
@@ -59,7 +60,10 @@ type Config struct {
 
 	Gossip gossip.Config
 	// ACL turns on ACL enforcement and lists the tokens from configuration.
-	ACL    ACLConfig
+	ACL ACLConfig
+	// TLS, when it names a certificate, makes the HTTP API HTTPS-only, the
+	// Raft transport mutual TLS, and forwarding to the leader HTTPS.
+	TLS    certs.Files
 	Logger *slog.Logger
 	Clock  Clock
 
@@ -112,6 +116,18 @@ func (c *Config) setDefaults() error {
 		c.TrailingLogs = 10240
 	}
 	return nil
+}
+
+// loadTLS loads the server's certificates; nil when TLS is off.
+func (c *Config) loadTLS() (*certs.TLS, error) {
+	if !c.TLS.Enabled() {
+		return nil, nil
+	}
+	tc, err := certs.LoadServer(c.TLS)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return tc, nil
 }
 
 // MemStores are Raft's log, stable and snapshot stores kept in memory.

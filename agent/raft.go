@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/amserver/amserver/internal/certs"
 )
 
 // raftConfig tunes Raft for a LAN: ~500 ms heartbeat and election, lease
@@ -78,22 +80,28 @@ func openStores(c *Config) (*raftStores, error) {
 	return &raftStores{logs: cache, stable: bolt, snaps: snaps, close: bolt.Close}, nil
 }
 
-func newTransport(c *Config) (raft.Transport, error) {
+// newTransport opens the Raft transport: the configured one (tests), mutual
+// TLS when tc is set, else plain TCP. The stream layer is returned with TLS
+// so that the leader can probe a new peer's certificate.
+func newTransport(c *Config, tc *certs.TLS) (raft.Transport, *tlsStreamLayer, error) {
 	if c.Transport != nil {
-		return c.Transport, nil
+		return c.Transport, nil, nil
 	}
 	var adv net.Addr // nil: advertise the bound address (port 0 in dev and tests)
 	if c.RaftAdvertise != "" && c.RaftAdvertise != c.RaftAddr {
 		tcp, err := net.ResolveTCPAddr("tcp", c.RaftAdvertise)
 		if err != nil {
-			return nil, fmt.Errorf("raft advertise address %q: %w", c.RaftAdvertise, err)
+			return nil, nil, fmt.Errorf("raft advertise address %q: %w", c.RaftAdvertise, err)
 		}
 		adv = tcp
+	}
+	if tc != nil {
+		return newTLSTransport(c, adv, tc)
 	}
 	t, err := raft.NewTCPTransportWithLogger(c.RaftAddr, adv, 3, 10*time.Second,
 		newHclogBridge(c.Logger, "raft-net", hclog.Warn))
 	if err != nil {
-		return nil, fmt.Errorf("raft transport on %s: %w", c.RaftAddr, err)
+		return nil, nil, fmt.Errorf("raft transport on %s: %w", c.RaftAddr, err)
 	}
-	return t, nil
+	return t, nil, nil
 }

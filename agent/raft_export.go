@@ -34,10 +34,16 @@ func OpenRaftStores(cfg Config) (*RaftStores, error) {
 	return &RaftStores{Logs: st.logs, Stable: st.stable, Snaps: st.snaps, Close: st.close}, nil
 }
 
-// NewRaftTransport opens the TCP transport a server with cfg would use.
+// NewRaftTransport opens the TCP transport a server with cfg would use,
+// with mutual TLS when cfg.TLS names a certificate.
 func NewRaftTransport(cfg Config) (raft.Transport, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return newTransport(&cfg)
+	tc, err := cfg.loadTLS()
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := newTransport(&cfg, tc)
+	return t, err
 }

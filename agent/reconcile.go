@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -83,6 +84,12 @@ func (r *reconciler) servers(ctx context.Context) {
 }
 
 func (s *Server) addVoter(m gossip.Member) {
+	if err := s.probeVoter(m.Meta.RaftAddr); err != nil {
+		if !errors.Is(err, errProbeBackoff) {
+			s.logger.Warn("not adding server to raft: its raft TLS certificate was refused", "peer", m.Name, "addr", m.Meta.RaftAddr, "err", err)
+		}
+		return
+	}
 	err := s.raft.AddVoter(raft.ServerID(m.Name), raft.ServerAddress(m.Meta.RaftAddr), 0, 10*time.Second).Error()
 	if err != nil {
 		s.logger.Warn("adding server to raft failed", "peer", m.Name, "err", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/internal/certs"
 	"github.com/amserver/amserver/scheduler"
 	"github.com/amserver/amserver/ui"
 )
@@ -32,6 +33,11 @@ type Server struct {
 	gossip    *gossip.Gossip
 	api       *httpapi.Server
 	httpLn    net.Listener
+	tls       *certs.TLS      // nil: no TLS
+	raftTLS   *tlsStreamLayer // nil: plain TCP or a test transport
+
+	probeMu     sync.Mutex
+	probeFailed map[string]time.Time // raft address → last failed certificate probe
 
 	notifyCh    chan bool
 	reconcileCh chan struct{}
@@ -81,6 +87,11 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	s.metrics = m
+	tc, err := cfg.loadTLS()
+	if err != nil {
+		return nil, err
+	}
+	s.tls = tc
 	if err := s.listenHTTP(); err != nil {
 		return nil, err
 	}
@@ -99,7 +110,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	s.api = httpapi.New(httpapi.Config{
 		Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
 		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
-		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(),
+		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(),
 	})
 	return s, nil
 }
@@ -114,10 +125,10 @@ func (s *Server) listenHTTP() error {
 			return fmt.Errorf("http listen on %s: %w", s.cfg.HTTPAddr, err)
 		}
 	}
-	s.httpLn = ln
 	if s.cfg.HTTPAdvertise == "" || s.cfg.HTTPAdvertise == s.cfg.HTTPAddr {
 		s.cfg.HTTPAdvertise = ln.Addr().String()
 	}
+	s.httpLn, s.cfg.HTTPAdvertise = s.secureHTTP(ln, s.cfg.HTTPAdvertise)
 	return nil
 }
 
@@ -127,12 +138,12 @@ func (s *Server) setupRaft() error {
 		return err
 	}
 	s.stores = stores
-	transport, err := newTransport(&s.cfg)
+	transport, raftTLS, err := newTransport(&s.cfg, s.tls)
 	if err != nil {
 		_ = stores.close()
 		return err
 	}
-	s.transport = transport
+	s.transport, s.raftTLS = transport, raftTLS
 	hasState, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
 	if err != nil {
 		_ = stores.close()
@@ -174,7 +185,7 @@ func (s *Server) httpAddrOf(id string) string {
 			return m.Meta.HTTPAddr
 		}
 	}
-	return s.cfg.PeerHTTP[id]
+	return s.withScheme(s.cfg.PeerHTTP[id])
 }
 
 // Start serves HTTP, joins gossip and runs the background loops until
@@ -194,6 +205,7 @@ func (s *Server) Start(ctx context.Context) error {
 	})
 	if s.gossip != nil {
 		s.goRun(func() { s.watchGossip(ctx) })
+		s.goRun(func() { s.watchKeyring(ctx) })
 		if len(s.cfg.Join) > 0 {
 			s.goRun(func() { s.join(ctx) })
 		}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/certs"
 )
 
 // WorkerConfig configures a worker: its identity, failure domain, inventory
@@ -24,7 +26,11 @@ type WorkerConfig struct {
 	Token   string
 	Join    []string
 	Gossip  gossip.Config
-	Logger  *slog.Logger
+	// TLS: the CA that servers' certificates must chain to (their API is
+	// then reached over HTTPS) and, when the API requires one, this
+	// worker's certificate.
+	TLS    certs.Files
+	Logger *slog.Logger
 	// PollWait is the blocking-query wait for assignments.
 	PollWait time.Duration
 }
@@ -35,6 +41,7 @@ type Worker struct {
 	cfg    WorkerConfig
 	logger *slog.Logger
 	gossip *gossip.Gossip
+	https  *http.Client // nil: plain HTTP; shared so connections are reused
 
 	mu      sync.Mutex
 	server  int // index into servers() of the server in use
@@ -58,6 +65,10 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.PollWait = 30 * time.Second
 	}
 	cfg.Inventory.ID = cfg.NodeID
+	hc, err := workerHTTPS(cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
 	gc := cfg.Gossip
 	gc.NodeName = cfg.NodeID
 	gc.Meta = gossip.Meta{Role: gossip.RoleWorker, Pool: cfg.Inventory.Pool, AZ: cfg.AZ, Cloud: cfg.Cloud}
@@ -68,7 +79,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker gossip: %w", err)
 	}
-	return &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g}, nil
+	return &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g, https: hc}, nil
 }
 
 // Start joins gossip and runs registration and the assignment loop.
@@ -84,6 +95,11 @@ func (w *Worker) Start(ctx context.Context) error {
 			}
 		}
 		w.run(ctx)
+	}()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		w.followKeyring(ctx)
 	}()
 	if events := w.cfg.Driver.Events(); events != nil {
 		w.wg.Add(1)
@@ -162,7 +178,7 @@ func (w *Worker) client() (*api.Client, error) {
 	w.mu.Lock()
 	addr := list[w.server%len(list)]
 	w.mu.Unlock()
-	return api.New(addr, api.WithToken(w.cfg.Token))
+	return w.newClient(addr)
 }
 
 func (w *Worker) rotate() {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ type Client struct {
 	base       *url.URL
 	token      string
 	hc         *http.Client
+	tls        *tls.Config
 	maxRetries int
 }
 
@@ -50,6 +52,12 @@ func WithToken(token string) Option { return func(c *Client) { c.token = token }
 // WithHTTPClient replaces the default HTTP client. Its Timeout must exceed
 // the longest blocking-query wait used.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTLSConfig sets the TLS configuration for https addresses: the CA to
+// trust, a client certificate, the server name to verify. It applies to the
+// default HTTP client or to one given with WithHTTPClient whose transport
+// is an *http.Transport.
+func WithTLSConfig(tc *tls.Config) Option { return func(c *Client) { c.tls = tc } }
 
 // WithMaxRetries bounds the retries on 503 noLeader; 0 disables them.
 func WithMaxRetries(n int) Option { return func(c *Client) { c.maxRetries = max(n, 0) } }
@@ -75,7 +83,30 @@ func New(addr string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.tls != nil {
+		if err := c.useTLS(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// useTLS installs the TLS configuration in a copy of the HTTP client.
+func (c *Client) useTLS() error {
+	var t *http.Transport
+	switch rt := c.hc.Transport.(type) {
+	case nil:
+		t = http.DefaultTransport.(*http.Transport).Clone()
+	case *http.Transport:
+		t = rt.Clone()
+	default:
+		return fmt.Errorf("amserver: WithTLSConfig needs an *http.Transport, the HTTP client has %T", rt)
+	}
+	t.TLSClientConfig = c.tls.Clone()
+	hc := *c.hc
+	hc.Transport = t
+	c.hc = &hc
+	return nil
 }
 
 // Address is the server URL the client talks to.

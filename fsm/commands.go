@@ -37,6 +37,7 @@ const (
 	RecordEventType      MessageType = 17
 	UpsertACLTokenType   MessageType = 18
 	DeleteACLTokenType   MessageType = 19
+	KeyringType          MessageType = 20
 )
 
 // String names a command type for logs and errors.
@@ -57,6 +58,7 @@ var messageTypeNames = map[MessageType]string{
 	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
 	TimerType: "Timer", RecordEventType: "RecordEvent",
 	UpsertACLTokenType: "UpsertACLToken", DeleteACLTokenType: "DeleteACLToken",
+	KeyringType: "Keyring",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.

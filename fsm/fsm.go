@@ -85,6 +85,7 @@ func (f *FSM) registerHandlers() {
 	f.handlers[RecordEventType] = decoded(f.applyRecordEvent)
 	f.handlers[UpsertACLTokenType] = decoded(f.applyUpsertACLToken)
 	f.handlers[DeleteACLTokenType] = decoded(f.applyDeleteACLToken)
+	f.handlers[KeyringType] = decoded(f.applyKeyring)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

@@ -19,13 +19,14 @@ const (
 	tableEvents       = "events"
 	tableIndex        = "index"
 	tableMeta         = "meta"
+	tableKeyring      = "keyring"
 )
 
 // Tables lists every table in snapshot order; the index table comes last so a
 // restore sees every row before the indexes that describe them.
 var Tables = []string{
 	tableNodes, tablePools, tableBundles, tableReservations, tableAssignments,
-	tableServices, tableEvents, tableMeta, tableACLTokens, tableIndex,
+	tableServices, tableEvents, tableKeyring, tableMeta, tableACLTokens, tableIndex,
 }
 
 // reservationRow stores a node service's ledger reservation under its key
@@ -108,6 +109,7 @@ func schema() *memdb.DBSchema {
 			"id":     idIndex(func(t *ACLToken) string { return t.AccessorID }),
 			"secret": {Name: "secret", Unique: true, Indexer: strIndexer[ACLToken]{pick: func(t *ACLToken) string { return t.SecretHash }}},
 		}},
+		tableKeyring: {Name: tableKeyring, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(k *Keyring) string { return k.ID })}},
 	}}
 }
 

@@ -49,6 +49,7 @@ var sections = []section{
 	{kind: 7, table: tableEvents, row: func() any { return &eventRow{} }},
 	{kind: 8, table: tableMeta, row: func() any { return &metaRow{} }},
 	{kind: 13, table: tableACLTokens, row: func() any { return &ACLToken{} }},
+	{kind: 14, table: tableKeyring, row: func() any { return &Keyring{} }},
 	{kind: 9, table: tableIndex, row: func() any { return &indexRow{} }},
 }
 

@@ -45,7 +45,9 @@ type Config struct {
 	// retried) before they are forgotten.
 	ReapAfter time.Duration
 
-	SecretKey []byte // optional AES key, 16/24/32 bytes; passed to memberlist
+	// SecretKey is an optional AES key, 16/24/32 bytes, that encrypts gossip:
+	// the keyring's first key. SetKeyring changes the keyring later.
+	SecretKey []byte
 
 	// Transport replaces memberlist's UDP+TCP transport (tests: FaultTransport).
 	// With it, BindAddr/BindPort are the transport's business.
@@ -155,7 +157,6 @@ func (c Config) memberlistConfig(h *hooks, logger *log.Logger) *memberlist.Confi
 	mc.SuspicionMaxTimeoutMult = c.SuspicionMaxMult
 	mc.RetransmitMult = c.RetransmitMult
 	mc.DeadNodeReclaimTime = c.DeadNodeReclaimTime
-	mc.SecretKey = c.SecretKey
 	mc.Transport = c.Transport
 	mc.Delegate = h
 	mc.Events = h

@@ -37,6 +37,11 @@ type Gossip struct {
 	done   chan struct{}
 	wg     sync.WaitGroup
 
+	// keyring is memberlist's; keyMu serialises our changes to it, since
+	// memberlist's own methods are not safe against concurrent writers.
+	keyring *memberlist.Keyring
+	keyMu   sync.Mutex
+
 	mu       sync.Mutex // serialises meta changes, Leave and Shutdown
 	meta     Meta
 	leaving  bool
@@ -49,22 +54,32 @@ func New(cfg Config) (*Gossip, error) {
 	if err != nil {
 		return nil, err
 	}
+	keyring, err := newKeyring(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Meta.Keyring = nil
+	if k := keyring.GetPrimaryKey(); k != nil {
+		cfg.Meta.Keyring = []string{KeyFingerprint(k)}
+	}
 	metaBytes, err := EncodeMeta(cfg.Meta)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: node metadata: %w", err)
 	}
 	logger := cfg.Logger.With("component", "gossip", "node", cfg.NodeName)
 	g := &Gossip{
-		cfg:    cfg,
-		logger: logger,
-		table:  newTable(cfg.NodeName),
-		out:    make(chan Event, eventBuffer),
-		done:   make(chan struct{}),
-		meta:   cfg.Meta,
+		cfg:     cfg,
+		logger:  logger,
+		table:   newTable(cfg.NodeName),
+		out:     make(chan Event, eventBuffer),
+		done:    make(chan struct{}),
+		meta:    cfg.Meta,
+		keyring: keyring,
 	}
 	g.hooks = &hooks{table: g.table, logger: logger, meta: metaBytes}
 	// memberlist calls the hooks during Create, so they are ready first.
 	mc := cfg.memberlistConfig(g.hooks, newStdLogger(logger, g.hooks.suspectFromLog))
+	mc.SecretKey, mc.Keyring = nil, keyring
 	g.ml, err = memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: start memberlist: %w", err)
@@ -139,6 +154,7 @@ func (g *Gossip) UpdateMeta(ctx context.Context, m Meta) error {
 		m.Version = ProtocolVersion
 	}
 	m.Leaving = g.leaving
+	m.Keyring = g.meta.Keyring
 	b, err := EncodeMeta(m)
 	if err != nil {
 		g.mu.Unlock()

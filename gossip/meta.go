@@ -41,6 +41,11 @@ type Meta struct {
 	// from a failure (memberlist v0.5.4 does not expose that distinction).
 	// Gossip overrides whatever the caller puts here.
 	Leaving bool
+	// Keyring lists the fingerprints (KeyFingerprint) of the gossip keys
+	// this member has installed, the primary (encrypting) key first, so that
+	// an operator can tell when a key rotation step has reached everyone.
+	// Gossip maintains it; whatever the caller puts here is overridden.
+	Keyring []string
 }
 
 // Codec errors.
@@ -54,7 +59,8 @@ var (
 //
 //	magic 0xA5, format 1, role byte, flags byte, uvarint version,
 //	5 × (uvarint len, bytes): raft, http, pool, az, cloud,
-//	uvarint tag count, count × (key, value) with keys strictly ascending.
+//	uvarint tag count, count × (key, value) with keys strictly ascending,
+//	then, only when the keyring is not empty, uvarint count × fingerprint.
 //
 // Unknown flag bits and trailing bytes are ignored so that a newer node can
 // append fields without being rejected by older ones during a rolling upgrade.
@@ -103,6 +109,14 @@ func EncodeMeta(m Meta) ([]byte, error) {
 		}
 		if b, err = appendString(b, m.Tags[k]); err != nil {
 			return nil, err
+		}
+	}
+	if len(m.Keyring) > 0 {
+		b = binary.AppendUvarint(b, uint64(len(m.Keyring)))
+		for _, fp := range m.Keyring {
+			if b, err = appendString(b, fp); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if len(b) > MaxMetaSize {
@@ -197,10 +211,30 @@ func DecodeMeta(b []byte) (Meta, error) {
 	m.AZ = r.str("az")
 	m.Cloud = r.str("cloud")
 	m.Tags = r.tags()
+	if r.err == nil && len(r.b) > 0 {
+		m.Keyring = r.strings("keyring")
+	}
 	if r.err != nil {
 		return Meta{}, r.err
 	}
 	return m, nil
+}
+
+// strings reads a counted list of strings.
+func (r *metaReader) strings(what string) []string {
+	n := r.uvarint(what + " count")
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(r.b)) { // each takes at least its length byte
+		r.err = fmt.Errorf("%w: %s count %d overruns input", ErrInvalidMeta, what, n)
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		out = append(out, r.str(what))
+	}
+	return out
 }
 
 func (r *metaReader) tags() map[string]string {

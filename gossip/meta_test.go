@@ -28,6 +28,8 @@ func TestMetaRoundTrip(t *testing.T) {
 		"big version":  {Role: RoleServer, Version: 1 << 30},
 		"many fields":  {Role: RoleServer, RaftAddr: "a", HTTPAddr: "b", Pool: "c", AZ: "d", Cloud: "e", Version: 2, Tags: map[string]string{"k": "v"}},
 		"empty tagmap": {Role: RoleServer, Tags: map[string]string{}},
+		"keyring":      {Role: RoleWorker, Pool: "p", Keyring: []string{"0011223344556677", "8899aabbccddeeff"}},
+		"keyring+tags": {Role: RoleServer, Tags: map[string]string{"a": "b"}, Keyring: []string{"0011223344556677"}},
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -25,6 +25,7 @@ const (
 	tableAssignments = "assignments"
 	tableServices    = "services"
 	tableEvents      = "events"
+	tableKeyring     = "keyring"
 )
 
 // blockOptions are a read's ?index= and ?wait=.

@@ -197,6 +197,9 @@ func handlerAccepts(want reflect.Type, raw []byte) error {
 	case *api.ACLTokenRequest:
 		_, _, err := aclTokenFromAPI(*in, 1)
 		return err
+	case *api.KeyringRequest:
+		_, err := keyringFromAPI(*in)
+		return err
 	default:
 		return fmt.Errorf("no handler check for %T", v)
 	}

@@ -32,6 +32,7 @@ var schemaTypes = []reflect.Type{
 	typ[api.JobPlacement](), typ[api.Replica](), typ[api.Degradation](), typ[api.NearestMiss](),
 	typ[api.Explain](), typ[api.Bundle](), typ[api.CreateResponse](), typ[api.ValidateResponse](),
 	typ[api.PlanResponse](), typ[api.Event](), typ[api.NodeService](),
+	typ[api.Keyring](), typ[api.KeyringKey](), typ[api.KeyringMember](), typ[api.KeyringRequest](),
 }
 
 // Each schema has exactly the JSON fields of its Go type, each of the
@@ -166,6 +167,7 @@ var enumSources = []struct {
 	{"Pool", "kind", "../api/types_node.go", "Pool"},
 	{"Pool", "scoring", "../api/types_node.go", "Scoring"},
 	{"Degradation", "code", "../fsm/types.go", "Degrade"},
+	{"KeyringRequest", "op", "../api/types_keyring.go", "Keyring"},
 }
 
 // Every documented enum lists exactly the values the code defines, so a

@@ -280,10 +280,12 @@ var routeSpecs = map[string]opSpec{
 	"GET /v1/acl/token/self":                     {ok: answers("200", typ[api.ACLToken]())},
 	"GET /metrics":                               {ok: answers("200", nil)}, // Prometheus text
 	// The web UI (routes_ui.go): static files and redirects, no JSON.
-	"GET /":          {ok: answers("302", nil)},
-	"GET /ui":        {ok: answers("302", nil)},
-	"GET /ui/":       {ok: answers("200", nil)},
-	"GET /ui/{file}": {ok: answers("200", nil)},
+	"GET /":                     {ok: answers("302", nil)},
+	"GET /ui":                   {ok: answers("302", nil)},
+	"GET /ui/":                  {ok: answers("200", nil)},
+	"GET /ui/{file}":            {ok: answers("200", nil)},
+	"GET /v1/operator/keyring":  {ok: answers("200", typ[api.Keyring]())},
+	"POST /v1/operator/keyring": {req: typ[api.KeyringRequest](), ok: answers("204", nil)},
 }
 
 var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)

@@ -2,7 +2,10 @@ package httpapi
 
 import "github.com/labstack/echo/v4"
 
-const snapshotPath = "/v1/operator/snapshot"
+const (
+	snapshotPath = "/v1/operator/snapshot"
+	keyringPath  = "/v1/operator/keyring"
+)
 
 // Shorthands for the ACL rules of the route table.
 var (
@@ -13,6 +16,8 @@ var (
 	manager   = aclRule{need: accessManagement}
 	ownReader = aclRule{need: accessRead, ownNode: true}
 	ownWriter = aclRule{need: accessWrite, ownNode: true}
+	// keyringReader: every worker agent follows the gossip keyring.
+	keyringReader = aclRule{need: accessRead, anyWorker: true}
 )
 
 // handle registers a route with its ACL rule. authorize comes last, after
@@ -84,4 +89,10 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(get, "/v1/acl/tokens/:accessor", s.getACLToken, manager, read)
 	s.handle(del, "/v1/acl/tokens/:accessor", s.deleteACLToken, manager, write)
 	s.handle(get, "/v1/acl/token/self", s.getACLTokenSelf, anyToken, read)
+
+	// Gossip keyring: a worker token may read it (its agent follows the
+	// replicated keyring); ?keys=true further needs worker or management
+	// (getKeyring), changes need management.
+	s.handle(get, keyringPath, s.getKeyring, keyringReader, read)
+	s.handle(post, keyringPath, s.changeKeyring, manager, write)
 }

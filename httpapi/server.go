@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,9 @@ type Config struct {
 	// UI serves the web UI rooted at "/" (ui.Handler); the server mounts it
 	// at /ui/. Nil serves no UI.
 	UI http.Handler
+	// ForwardTLS configures the default ForwardClient for leaders that
+	// serve HTTPS (their advertised address says https://).
+	ForwardTLS *tls.Config
 }
 
 // Server is the HTTP API of one amserver server.
@@ -70,8 +74,8 @@ type Server struct {
 	fwd   *http.Client
 	echo  *echo.Echo
 
-	acl      bool
-	aclRules map[string]aclRule
+	acl            bool
+	aclRules       map[string]aclRule
 	metricsHandler http.Handler
 	metrics        *requestMetrics // nil without a Registerer
 	keepAlive      time.Duration
@@ -100,7 +104,7 @@ func New(cfg Config) *Server {
 	}
 	if cfg.ForwardClient == nil {
 		cfg.ForwardClient = &http.Client{
-			Transport: forwardTransport(),
+			Transport: forwardTransport(cfg.ForwardTLS),
 			// A redirect from the leader is the client's business, not ours.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
@@ -143,8 +147,11 @@ func New(cfg Config) *Server {
 // forwarded request. http.DefaultTransport keeps only 2 idle connections per
 // host, so under load a follower dialled the leader anew for most writes it
 // forwarded (bench: write suite, c=64) and left sockets in TIME_WAIT.
-func forwardTransport() *http.Transport {
+func forwardTransport(tc *tls.Config) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	if tc != nil {
+		t.TLSClientConfig = tc
+	}
 	t.MaxIdleConns = 1024
 	t.MaxIdleConnsPerHost = 256
 	return t

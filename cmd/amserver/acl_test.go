@@ -121,3 +121,21 @@ func TestACLJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyringChangeJSON: keyring changes answer 204; with --json they still
+// print one document naming the key and what was done.
+func TestKeyringChangeJSON(t *testing.T) {
+	f := newFake(t)
+	f.on("POST /v1/operator/keyring", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	key := "T9L6mX1xk7n3+4fY0lC0xq0YQ2vL9o0hJgk7s3Q7WmE="
+	for _, op := range []string{"install", "use", "remove"} {
+		r := runCLI(t, f.srv.URL, "", "keyring", op, key, "--json")
+		if r.code != exitOK {
+			t.Fatalf("%s: exit %d: %s", op, r.code, r.stderr)
+		}
+		var out doneJSON
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Result != op || out.ID == "" {
+			t.Fatalf("%s: %q (%v)", op, r.stdout, err)
+		}
+	}
+}

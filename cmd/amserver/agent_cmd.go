@@ -38,10 +38,13 @@ type agentFlags struct {
 	config             string
 	inventory          inventoryFlags
 	acl                aclFlags
+	security           securityFlags
 }
 
-func newAgentCmd() *cobra.Command {
-	f := &agentFlags{}
+func newAgentCmd() *cobra.Command { return newAgentCmdFor(&agentFlags{}) }
+
+// newAgentCmdFor binds the command's flags to f (tests read them back).
+func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run an amserver server (--server) or worker (--worker)",
@@ -93,6 +96,7 @@ func newAgentCmd() *cobra.Command {
 	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
 	f.inventory.register(fl)
 	f.acl.register(fl)
+	f.security.register(fl)
 	return cmd
 }
 
@@ -116,7 +120,7 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("amserver server running", "id", cfg.NodeID, "http", srv.HTTPAddr(), "gossip", srv.Gossip().LocalAddr())
+	logger.Info("amserver server running", "id", cfg.NodeID, "http", srv.HTTPURL(), "gossip", srv.Gossip().LocalAddr())
 	<-ctx.Done()
 	logger.Info("shutting down: transferring leadership and leaving gossip")
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -157,6 +161,9 @@ func (f *agentFlags) gossipConfig(logger *slog.Logger) (gossip.Config, error) {
 		return gc, fmt.Errorf("--gossip-addr: %w", err)
 	}
 	gc.BindAddr, gc.BindPort = host, port
+	if gc.SecretKey, err = f.security.gossipKey(); err != nil {
+		return gc, err
+	}
 	if adv, err := f.advertiseIP(); err == nil {
 		gc.AdvertiseAddr, gc.AdvertisePort = adv, port
 	} else {

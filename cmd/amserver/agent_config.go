@@ -34,6 +34,9 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	if f.dataDir == "" {
 		return agent.Config{}, errors.New("--data-dir is required for a server")
 	}
+	if err := f.security.checkServer(); err != nil {
+		return agent.Config{}, err
+	}
 	adv, err := f.advertiseIP()
 	if err != nil {
 		return agent.Config{}, err
@@ -60,7 +63,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
 		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
-		Gossip: gc, ACL: acl, Logger: logger,
+		Gossip: gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,
 	}, nil
 }
 
@@ -84,6 +87,7 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (agent.WorkerConfig, erro
 	return agent.WorkerConfig{
 		NodeID: id, Inventory: inv, AZ: f.az, Cloud: f.cloud, Driver: driver,
 		Servers: f.servers, Token: os.Getenv("AMSERVER_TOKEN"), Join: f.join, Gossip: gc, Logger: logger,
+		TLS: f.security.tlsFiles(),
 	}, nil
 }
 

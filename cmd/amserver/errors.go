@@ -130,6 +130,9 @@ func (a *app) describe(err error) string {
 		e  *api.Error
 		op *net.OpError
 	)
+	if msg := a.describeTLS(err); msg != "" {
+		return msg
+	}
 	switch {
 	case errors.As(err, &s):
 		return s.msg

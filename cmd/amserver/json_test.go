@@ -31,7 +31,8 @@ var notJSON = []string{"agent", "dev", "completion", "help"}
 
 // jsonElsewhere are commands whose --json output another test checks (the
 // dev cluster runs without ACLs): TestACLJSON.
-var jsonElsewhere = []string{"acl token create", "acl token delete", "acl token list", "acl token read", "acl token self"}
+var jsonElsewhere = []string{"acl token create", "acl token delete", "acl token list", "acl token read", "acl token self",
+	"keyring install", "keyring use", "keyring remove"}
 
 // TestJSONEveryCommand runs every client command with --json against an
 // in-process dev cluster, in an order that makes each one meaningful, and
@@ -76,6 +77,11 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"operator", "snapshot", "inspect", snap}},
 		{args: []string{"operator", "snapshot", "restore", snap}},
 		{args: []string{"events", "--timeout", "500ms"}, ndjson: true},
+		{args: []string{"keyring", "list"}},
+		{args: []string{"keygen"}},
+		{args: []string{"tls", "ca", "create", "--dir", dir}},
+		{args: []string{"tls", "cert", "create", "--client", "--dir", dir,
+			"--ca", filepath.Join(dir, "ca.pem"), "--ca-key", filepath.Join(dir, "ca-key.pem")}},
 		{args: []string{"bundle", "delete", "j-1"}},
 		{args: []string{"service", "delete", "probe"}},
 		{args: []string{"pool", "delete", "extra"}},

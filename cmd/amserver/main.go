@@ -62,6 +62,7 @@ type app struct {
 	json    bool
 	stale   bool
 	timeout time.Duration
+	tls     clientTLS
 	// serverAddr is the address a client was built for, for messages.
 	serverAddr string
 }
@@ -86,13 +87,15 @@ func newRootCmd(a *app) *cobra.Command {
 	f.BoolVar(&a.json, "json", false, "print the API's JSON instead of tables")
 	f.BoolVar(&a.stale, "stale", false, "let any server answer reads from its local state")
 	f.DurationVar(&a.timeout, "timeout", defaultTimeout, "bound on the whole command, waits included (0 = none)")
+	a.tls.register(f)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err: err, cmdPath: c.CommandPath()}
 	})
 
 	root.AddCommand(newAgentCmd(), newDevCmd(),
 		newBundleCmd(a), newNodeCmd(a), newPoolCmd(a), newServiceCmd(a),
-		newMembersCmd(a), newStatusCmd(a), newOperatorCmd(a), newEventsCmd(a), newACLCmd(a))
+		newMembersCmd(a), newStatusCmd(a), newOperatorCmd(a), newEventsCmd(a), newACLCmd(a),
+		newKeyringCmd(a), newKeygenCmd(a), newTLSCmd(a))
 	// Create cobra's help and completion commands now (Execute would do it
 	// later) so that the walk below also covers their argument checks.
 	root.InitDefaultHelpCmd()
@@ -153,6 +156,13 @@ func (a *app) client(cmd *cobra.Command, opts ...api.Option) (*api.Client, error
 	}
 	if token != "" {
 		opts = append(opts, api.WithToken(token))
+	}
+	tc, err := a.tlsConfig(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts = append(opts, api.WithTLSConfig(tc))
 	}
 	c, err := api.New(addr, opts...)
 	if err != nil {

@@ -1,0 +1,345 @@
+package agent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/certs"
+)
+
+// testPKI is a CA in a temporary directory that issues certificates.
+type testPKI struct {
+	t      *testing.T
+	dir    string
+	caFile string
+	ca     *certs.Authority
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	dir := t.TempDir()
+	p, err := certs.NewCA(1, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, keyFile, err := p.Write(dir, certs.CAFile, certs.CAKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certs.LoadAuthority(caFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testPKI{t: t, dir: dir, caFile: caFile, ca: ca}
+}
+
+// files issues a certificate and returns the TLS files of an agent using it.
+func (p *testPKI) files(server, verifyIncoming bool) certs.Files {
+	p.t.Helper()
+	pem, err := p.ca.Issue(certs.Request{Server: server, Days: 1}, time.Now())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	prefix := "client"
+	if server {
+		prefix = "server"
+	}
+	certFile, keyFile, err := pem.WriteNumbered(p.dir, prefix)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return certs.Files{CertFile: certFile, KeyFile: keyFile, CAFile: p.caFile, VerifyIncoming: verifyIncoming}
+}
+
+// clientTLS is a CLI-style client configuration with a client certificate.
+func (p *testPKI) clientTLS() *tls.Config {
+	p.t.Helper()
+	tc, err := certs.Load(p.files(false, false))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return tc.ServerClient()
+}
+
+// startCluster starts n servers over real TCP Raft transports, bolt stores
+// and loopback gossip, bootstrapped through gossip; tweak adjusts each
+// server's configuration.
+func startCluster(t *testing.T, n int, tweak func(i int, cfg *Config)) []*Server {
+	t.Helper()
+	dir := t.TempDir()
+	var servers []*Server
+	var join []string
+	for i := range n {
+		cfg := Config{
+			NodeID: fmt.Sprintf("s%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i)),
+			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: n, Join: join,
+			TimeoutScale: 2,
+		}
+		cfg.Gossip = gossip.DefaultConfig()
+		cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0
+		if tweak != nil {
+			tweak(i, &cfg)
+		}
+		s := startServer(t, cfg)
+		servers = append(servers, s)
+		join = append(join, s.gossip.LocalAddr())
+	}
+	waitLeader(t, servers)
+	return servers
+}
+
+func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	s, err := NewServer(cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill() })
+	return s
+}
+
+func waitLeader(t *testing.T, servers []*Server) *Server {
+	t.Helper()
+	var leader *Server
+	waitFor(t, 30*time.Second, "a ready leader", func() bool {
+		for _, s := range servers {
+			if s.store.IsLeader() && s.store.ready.Load() {
+				leader = s
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
+func raftServers(t *testing.T, s *Server) []string {
+	t.Helper()
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, srv := range f.Configuration().Servers {
+		ids = append(ids, string(srv.ID))
+	}
+	return ids
+}
+
+// TestHTTPSClusterEndToEnd: three servers with TLS on the API (client
+// certificates required) and mutual TLS on Raft. A write sent to a
+// follower is forwarded to the leader over HTTPS, every published HTTP
+// address says https, a worker finds the servers through gossip and
+// registers over HTTPS, and plain HTTP or a client without a certificate
+// gets nowhere.
+func TestHTTPSClusterEndToEnd(t *testing.T) {
+	pki := newTestPKI(t)
+	servers := startCluster(t, 3, func(_ int, cfg *Config) { cfg.TLS = pki.files(true, true) })
+	leader := waitLeader(t, servers)
+	var follower *Server
+	for _, s := range servers {
+		if s != leader {
+			follower = s
+		}
+	}
+	ctx := ctxTimeout(t, 20*time.Second)
+	fc, err := api.New(follower.HTTPURL(), api.WithTLSConfig(pki.clientTLS()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.PutPool(ctx, api.Pool{Name: "tls"}); err != nil {
+		t.Fatalf("write through a follower over https: %v", err)
+	}
+	if leader.store.State().Pool("tls") == nil {
+		t.Fatal("the forwarded write did not reach the leader's state")
+	}
+	l, err := fc.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(l.HTTPAddr, "https://") {
+		t.Errorf("leader httpAddr %q has no https scheme", l.HTTPAddr)
+	}
+	for _, m := range follower.gossip.Members() {
+		if !strings.HasPrefix(m.Meta.HTTPAddr, "https://") {
+			t.Errorf("member %s publishes %q", m.Name, m.Meta.HTTPAddr)
+		}
+	}
+
+	plain, _ := api.New("http://"+leader.HTTPAddr(), api.WithMaxRetries(0))
+	if _, err := plain.Leader(ctx); err == nil {
+		t.Error("plain http to a TLS server succeeded")
+	}
+	noCert, _ := api.New(leader.HTTPURL(), api.WithMaxRetries(0), api.WithTLSConfig(&tls.Config{RootCAs: mustPool(t, pki.caFile), MinVersion: tls.VersionTLS12}))
+	if _, err := noCert.Leader(ctx); err == nil {
+		t.Error("a client without a certificate was served although verify-incoming is on")
+	}
+
+	w, err := NewWorker(WorkerConfig{
+		NodeID: "w1", Inventory: api.NodeSpec{Pool: "tls", TotalCapacity: 4},
+		Join: []string{leader.gossip.LocalAddr()}, Gossip: loopbackGossip(), TLS: pki.files(false, false),
+		PollWait: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Kill() })
+	waitFor(t, 15*time.Second, "the worker to register over https", func() bool {
+		return leader.store.State().Node("w1") != nil
+	})
+}
+
+func mustPool(t *testing.T, caFile string) *x509.CertPool {
+	t.Helper()
+	pool, err := certs.LoadPool(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func loopbackGossip() gossip.Config {
+	gc := gossip.DefaultConfig()
+	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
+	return gc
+}
+
+// TestRaftRefusesServersWithoutAValidCertificate: a server whose
+// certificate comes from another CA, and one that presents a client
+// certificate of the right CA, join gossip but never Raft. The leader's
+// probe and their own Raft RPCs fail the handshake, and the configuration
+// keeps its three servers while the reconciler keeps seeing them.
+func TestRaftRefusesServersWithoutAValidCertificate(t *testing.T) {
+	pki, other := newTestPKI(t), newTestPKI(t)
+	servers := startCluster(t, 3, func(_ int, cfg *Config) { cfg.TLS = pki.files(true, false) })
+	leader := waitLeader(t, servers)
+	bad := map[string]certs.Files{
+		"s4": other.files(true, false), // a server certificate of another CA
+		"s5": pki.files(false, false),  // a client certificate of the cluster's CA
+	}
+	var intruders []*Server
+	for _, id := range []string{"s4", "s5"} {
+		cfg := Config{
+			NodeID: id, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
+			BootstrapExpect: 3, Join: []string{leader.gossip.LocalAddr()}, TimeoutScale: 2,
+			Gossip: loopbackGossip(), TLS: bad[id],
+		}
+		intruders = append(intruders, startServer(t, cfg))
+	}
+	waitFor(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() bool {
+		for _, s := range intruders {
+			if m, ok := leader.gossip.Member(s.cfg.NodeID); !ok || m.Status != gossip.StatusAlive {
+				return false
+			}
+		}
+		return true
+	})
+	for _, s := range intruders {
+		addr := string(s.transport.LocalAddr())
+		err := leader.probePeer(addr)
+		var ve *tls.CertificateVerificationError
+		if !errors.As(err, &ve) && !errors.Is(err, certs.ErrNotServer) {
+			t.Errorf("leader's probe of %s: %v, want a certificate verification error", s.cfg.NodeID, err)
+		}
+		var resp raft.RequestVoteResponse
+		req := raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(s.cfg.NodeID), Addr: []byte(addr)}, Term: 1 << 40}
+		err = s.transport.RequestVote(raft.ServerID(leader.cfg.NodeID), leader.transport.LocalAddr(), &req, &resp)
+		if err == nil {
+			t.Errorf("%s's RequestVote reached the leader over Raft", s.cfg.NodeID)
+		}
+	}
+	// The reconciler runs every second; give it several passes.
+	deadline := time.Now().Add(4 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range servers {
+			if ids := raftServers(t, s); len(ids) != 3 {
+				t.Fatalf("%s's raft configuration is %v, want only s1..s3", s.cfg.NodeID, ids)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if l := waitLeader(t, servers); l.raft.CurrentTerm() >= 1<<40 {
+		t.Error("the intruder's vote request changed the cluster's term")
+	}
+}
+
+// TestRaftTLSHandshakeDoesNotHang: a peer that connects to the Raft port
+// and never speaks does not stop other connections from being served.
+func TestRaftTLSHandshakeDoesNotHang(t *testing.T) {
+	pki := newTestPKI(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	servers := startCluster(t, 1, func(_ int, cfg *Config) { cfg.TLS = pki.files(true, false) })
+	s := servers[0]
+	var d net.Dialer
+	for range 20 { // silent connections, held open
+		c, err := d.DialContext(ctx, "tcp", string(s.transport.LocalAddr()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	if err := s.probePeer(string(s.transport.LocalAddr())); err != nil {
+		t.Fatalf("a proper handshake behind silent connections: %v", err)
+	}
+}
+
+// TestRaftTLSDialToSilentPeerTimesOut: a peer that accepts TCP but never
+// answers the handshake fails the dial within its timeout.
+func TestRaftTLSDialToSilentPeerTimesOut(t *testing.T) {
+	pki := newTestPKI(t)
+	tc, err := certs.LoadServer(pki.files(true, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := newTLSStreamLayer("127.0.0.1:0", nil, tc, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() })
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Dial(raft.ServerAddress(silent.Addr().String()), 300*time.Millisecond)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a handshake with a silent peer succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dial hung past its timeout")
+	}
+}

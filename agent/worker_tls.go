@@ -1,0 +1,43 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/certs"
+)
+
+// workerHTTPS is the worker's HTTPS client; nil without a CA. Servers are
+// verified by the server name their certificates carry, not by the address
+// they were reached at. One client serves every call, so connections (and
+// their handshakes) are reused.
+func workerHTTPS(f certs.Files) (*http.Client, error) {
+	if f.CAFile == "" {
+		if f.Enabled() {
+			return nil, fmt.Errorf("worker: a TLS certificate needs the CA too (--tls-ca)")
+		}
+		return nil, nil
+	}
+	tc, err := certs.Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = tc.ServerClient()
+	return &http.Client{Transport: t}, nil
+}
+
+// newClient is an API client for one server address. With TLS a bare
+// host:port means https (a --servers flag); gossip already says https.
+func (w *Worker) newClient(addr string) (*api.Client, error) {
+	opts := []api.Option{api.WithToken(w.cfg.Token)}
+	if w.https != nil {
+		if !strings.Contains(addr, "://") {
+			addr = "https://" + addr
+		}
+		opts = append(opts, api.WithHTTPClient(w.https))
+	}
+	return api.New(addr, opts...)
+}
