@@ -41,6 +41,9 @@ func (f *FSM) applyDeletePool(t *tx, req *DeletePoolRequest) (any, error) {
 	if n := len(t.Nodes(p.Name)); n > 0 {
 		return nil, fmt.Errorf("%w: pool %s has %d nodes", ErrInUse, p.Name, n)
 	}
+	if n := len(t.Spawns(p.Name)); n > 0 {
+		return nil, fmt.Errorf("%w: pool %s has %d provisioned nodes to give back", ErrInUse, p.Name, n)
+	}
 	for _, b := range t.Bundles("", "") {
 		if b.Spec.Pool == p.Name || (b.Spec.Resilience != nil && b.Spec.Resilience.Pool == p.Name) {
 			return nil, fmt.Errorf("%w: bundle %s uses pool %s", ErrInUse, b.ID(), p.Name)

@@ -35,6 +35,10 @@ const (
 	DeleteServiceType    MessageType = 15
 	TimerType            MessageType = 16
 	RecordEventType      MessageType = 17
+	// 18, 19 and 20 are reserved for ACL tokens and the keyring.
+	UpsertSpawnType  MessageType = 21
+	DeleteSpawnType  MessageType = 22
+	SpawnBlockedType MessageType = 23
 )
 
 // String names a command type for logs and errors.
@@ -54,6 +58,7 @@ var messageTypeNames = map[MessageType]string{
 	ApplyPlanType: "ApplyPlan", AssignmentStatusType: "AssignmentStatus",
 	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
 	TimerType: "Timer", RecordEventType: "RecordEvent",
+	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.

@@ -83,6 +83,9 @@ func (f *FSM) registerHandlers() {
 	f.handlers[DeleteServiceType] = decoded(f.applyDeleteService)
 	f.handlers[TimerType] = decoded(f.applyTimer)
 	f.handlers[RecordEventType] = decoded(f.applyRecordEvent)
+	f.handlers[UpsertSpawnType] = decoded(f.applyUpsertSpawn)
+	f.handlers[DeleteSpawnType] = decoded(f.applyDeleteSpawn)
+	f.handlers[SpawnBlockedType] = decoded(f.applySpawnBlocked)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

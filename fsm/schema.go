@@ -19,13 +19,14 @@ const (
 	tableEvents       = "events"
 	tableIndex        = "index"
 	tableMeta         = "meta"
+	tableSpawns       = "spawns"
 )
 
 // Tables lists every table in snapshot order; the index table comes last so a
 // restore sees every row before the indexes that describe them.
 var Tables = []string{
 	tableNodes, tablePools, tableBundles, tableReservations, tableAssignments,
-	tableServices, tableEvents, tableMeta, tableIndex,
+	tableServices, tableEvents, tableSpawns, tableMeta, tableIndex,
 }
 
 // reservationRow stores a node service's ledger reservation under its key
@@ -104,6 +105,11 @@ func schema() *memdb.DBSchema {
 		tableEvents:   {Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(e *eventRow) string { return e.ID })}},
 		tableIndex:    {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(r *indexRow) string { return r.Table })}},
 		tableMeta:     {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(m *metaRow) string { return m.Key })}},
+		tableSpawns: {Name: tableSpawns, Indexes: map[string]*memdb.IndexSchema{
+			"id":   idIndex(func(s *Spawn) string { return s.ID }),
+			"node": {Name: "node", Unique: true, Indexer: strIndexer[Spawn]{pick: func(s *Spawn) string { return s.NodeID }}},
+			"pool": fieldIndex("pool", func(s *Spawn) string { return s.Pool }),
+		}},
 	}}
 }
 

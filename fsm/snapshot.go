@@ -47,6 +47,8 @@ var sections = []section{
 		decode: func(d *rowDec) (any, error) { return decodeAssignmentRow(d) }},
 	{kind: 6, table: tableServices, row: func() any { return &NodeService{} }},
 	{kind: 7, table: tableEvents, row: func() any { return &eventRow{} }},
+	// 13 and 14 are reserved for ACL tokens and the keyring.
+	{kind: 15, table: tableSpawns, row: func() any { return &Spawn{} }},
 	{kind: 8, table: tableMeta, row: func() any { return &metaRow{} }},
 	{kind: 9, table: tableIndex, row: func() any { return &indexRow{} }},
 }
