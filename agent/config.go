@@ -54,6 +54,9 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 
+	// Elastic tunes elastic pools' provisioning (elastic.go).
+	Elastic ElasticConfig
+
 	Gossip gossip.Config
 	Logger *slog.Logger
 	Clock  Clock
@@ -103,6 +106,7 @@ func (c *Config) setDefaults() error {
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
+	c.Elastic.setDefaults()
 	return nil
 }
 

@@ -23,6 +23,7 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	e.GET("/v1/pools/:name", s.getPool, read)
 	e.PUT("/v1/pools/:name", s.putPool, write)
 	e.DELETE("/v1/pools/:name", s.deletePool, write)
+	e.GET("/v1/pools/:name/status", s.getPoolStatus, read)
 
 	e.GET("/v1/nodes", s.listNodes, read)
 	e.GET("/v1/nodes/:id", s.getNode, read)
