@@ -141,22 +141,20 @@ func (pl *planner) block(b *fsm.Bundle, stage, detail string) {
 // probes never reach the state.
 const instanceTypeLabel = "~instanceType"
 
-// choose returns the fewest, smallest nodes that make b fit: the smallest
-// single instance type that does, else the largest plus another round.
+// choose returns the fewest, then smallest, nodes of one instance type that
+// make b fit: one node of the smallest type that does, else two, and so on.
 func (pl *planner) choose(b *fsm.Bundle, pools []string) []*fsm.Node {
 	types := pl.typesBySize(pools)
-	if len(types) == 0 {
-		return nil
-	}
-	var added []*fsm.Node
-	for range maxNodesPerBundle {
+	for k := 1; k <= maxNodesPerBundle; k++ {
 		for _, pt := range types {
-			probe := probeNode(pt, len(added))
-			if pl.fits(b, append(slices.Clone(added), probe)) {
-				return append(added, probe)
+			probes := make([]*fsm.Node, k)
+			for i := range probes {
+				probes[i] = probeNode(pt, i)
+			}
+			if pl.fits(b, probes) {
+				return probes
 			}
 		}
-		added = append(added, probeNode(types[len(types)-1], len(added)))
 	}
 	return nil
 }

@@ -45,7 +45,9 @@ func idleSpawns(st *fsm.State, pool string, used map[string]bool) []*fsm.Spawn {
 			out = append(out, sp)
 		}
 	}
-	slices.SortFunc(out, func(a, b *fsm.Spawn) int { return cmp.Or(cmp.Compare(a.IdleSince, b.IdleSince), cmp.Compare(a.ID, b.ID)) })
+	slices.SortFunc(out, func(a, b *fsm.Spawn) int {
+		return cmp.Or(cmp.Compare(a.IdleSince, b.IdleSince), cmp.Compare(a.ID, b.ID))
+	})
 	return out
 }
 

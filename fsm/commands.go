@@ -169,6 +169,11 @@ type RecordEventRequest struct {
 type Plan struct {
 	Now   int64
 	Parts []PlanPart
+	// Basis is the index of the state the plan was computed on. A bundle
+	// the plan leaves unplaceable records it as its AttemptIndex, so a
+	// node that became ready while the plan was in flight still makes the
+	// placer try the bundle again. 0 (older leaders) means the plan's index.
+	Basis uint64
 }
 
 // PlanPart groups updates that must commit together, such as a preemptor's

@@ -24,10 +24,10 @@ type PoolNodeStatus struct {
 
 // PoolStatus groups a pool's nodes and spawns by state.
 type PoolStatus struct {
-	Pool     *Pool
-	Nodes    []PoolNodeStatus // sorted by node id
-	Counts   map[string]int
-	Count    PoolCount
+	Pool        *Pool
+	Nodes       []PoolNodeStatus // sorted by node id
+	Counts      map[string]int
+	Count       PoolCount
 	Provisioned PoolCount // cluster-wide provisioned nodes
 }
 
