@@ -31,35 +31,45 @@ func buildAmserver(t *testing.T) string {
 
 // provisionScript is the test provisioner: it logs every call, starts one
 // `amserver agent --worker` per request id (a retried id starts nothing),
-// and kills the worker on delete. Files in its directory steer it: "hold"
-// delays the worker's start, "lose-next" makes the next create succeed
-// without starting anything. Workers run under timeout(1) so a test that
-// dies without cleanup leaves nothing behind for long.
+// and kills the worker on delete. A request counts as done only once its
+// worker started: the call may be killed midway (a leader that stops) and
+// is then repeated. Files in its directory steer it: "hold" delays the
+// worker's start, "lose-next" makes the next create succeed without
+// starting anything. Workers run in a session of their own (the exec
+// provisioner kills the call's process group when the call is cancelled)
+// and under timeout(1), so a test that dies without cleanup leaves nothing
+// behind for long.
 const provisionScript = `#!/bin/sh
 dir=%q
 bin=%q
 id="$AMSERVER_PROVISION_REQUEST_ID"
 node="$AMSERVER_PROVISION_NODE_ID"
+if [ "$1" = run ]; then
+  args=""
+  for j in $(echo "$AMSERVER_PROVISION_JOIN" | tr , ' '); do args="$args --join $j"; done
+  for s in $(echo "$AMSERVER_PROVISION_SERVERS" | tr , ' '); do args="$args --servers $s"; done
+  while [ -f "$dir/hold" ]; do sleep 0.1; done
+  exec timeout -k 5 -s TERM 300 "$bin" agent --worker --node-id "$node" --pool "$AMSERVER_PROVISION_POOL" \
+    --capacity "$AMSERVER_PROVISION_CAPACITY" --cores "$AMSERVER_PROVISION_CORES" \
+    --bind 127.0.0.1 --gossip-addr 127.0.0.1:0 --data-dir "$dir/$node" --log-level warn $args
+fi
 echo "$AMSERVER_PROVISION_OP $id $node $AMSERVER_PROVISION_INSTANCE_TYPE" >> "$dir/calls.log"
 if [ "$AMSERVER_PROVISION_OP" = delete ]; then
   if [ -f "$dir/$node.pid" ]; then kill "$(cat "$dir/$node.pid")" 2>/dev/null; rm -f "$dir/$node.pid"; fi
   echo "$node" >> "$dir/deleted.log"
   exit 0
 fi
-mkdir "$dir/req-$id" 2>/dev/null || exit 0
-echo "$id $node" >> "$dir/created.log"
-if [ -f "$dir/lose-next" ]; then rm -f "$dir/lose-next"; exit 0; fi
-args=""
-for j in $(echo "$AMSERVER_PROVISION_JOIN" | tr , ' '); do args="$args --join $j"; done
-for s in $(echo "$AMSERVER_PROVISION_SERVERS" | tr , ' '); do args="$args --servers $s"; done
-run() {
-  while [ -f "$dir/hold" ]; do sleep 0.1; done
-  exec timeout -s TERM 300 "$bin" agent --worker --node-id "$node" --pool "$AMSERVER_PROVISION_POOL" \
-    --capacity "$AMSERVER_PROVISION_CAPACITY" --cores "$AMSERVER_PROVISION_CORES" \
-    --bind 127.0.0.1 --gossip-addr 127.0.0.1:0 --data-dir "$dir/$node" --log-level warn $args
-}
-run > "$dir/$node.log" 2>&1 &
+if [ -f "$dir/req-$id" ] || [ -f "$dir/$node.pid" ]; then exit 0; fi
+if [ -f "$dir/lose-next" ]; then
+  rm -f "$dir/lose-next"
+  echo "$id $node" >> "$dir/created.log"
+  touch "$dir/req-$id"
+  exit 0
+fi
+setsid "$0" run < /dev/null > "$dir/$node.log" 2>&1 &
 echo $! > "$dir/$node.pid"
+echo "$id $node" >> "$dir/created.log"
+touch "$dir/req-$id"
 `
 
 // elasticRig is a dev cluster of three servers whose elastic pools
@@ -78,7 +88,7 @@ func newElasticRig(t *testing.T, bin string, workers int, configure func(*Config
 	if err := os.WriteFile(r.script, fmt.Appendf(nil, provisionScript, r.dir, bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.killWorkers) // registered first: runs after the cluster stopped
+	t.Cleanup(r.killWorkers) // registered first: runs last, for workers started as the cluster stopped
 	t.Cleanup(r.dumpOnFailure)
 	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 3, Workers: workers,
 		DeleteTimeout: 5 * time.Second,
@@ -94,6 +104,7 @@ func newElasticRig(t *testing.T, bin string, workers int, configure func(*Config
 	}
 	r.d = d
 	t.Cleanup(func() { shutdownDev(t, d) })
+	t.Cleanup(r.killWorkers) // runs first: workers leave while the servers are up
 	waitReadyNodes(t, r.client(), workers)
 	return r
 }
@@ -126,13 +137,24 @@ func (r *elasticRig) dumpOnFailure() {
 	}
 }
 
-// killWorkers stops every worker the provisioner started and is still running.
+// killWorkers stops every worker the provisioner started. The pid files
+// name timeout(1), which passes SIGTERM on to the worker (and kills it 5 s
+// later if it lingers); SIGKILL on timeout itself would orphan the worker.
 func (r *elasticRig) killWorkers() {
-	pids, _ := filepath.Glob(filepath.Join(r.dir, "*.pid"))
-	for _, f := range pids {
+	pidFiles, _ := filepath.Glob(filepath.Join(r.dir, "*.pid"))
+	var pids []int
+	for _, f := range pidFiles {
 		raw, err := os.ReadFile(f)
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && perr == nil && pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if syscall.Kill(pid, syscall.SIGTERM) == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
