@@ -60,6 +60,9 @@ type elastic struct {
 	engine *scheduler.Engine
 	calls  *provisionCalls
 	http   *http.Client
+	// planned caches the last plan's used nodes at the state index it saw.
+	planned   map[string]bool
+	plannedAt uint64
 }
 
 func newElastic(s *Server) *elastic {
@@ -70,6 +73,7 @@ func (e *elastic) Name() string { return "elastic" }
 
 func (e *elastic) Run(ctx context.Context) {
 	e.engine = scheduler.NewEngine(scheduler.Options{})
+	e.planned, e.plannedAt = nil, 0
 	e.calls = newProvisionCalls(ctx, e.s.logger.With("duty", "elastic"), e.cfg)
 	defer e.calls.wait()
 	tick := time.NewTicker(e.cfg.Interval)
@@ -105,15 +109,35 @@ func (e *elastic) pass(ctx context.Context) {
 	if e.expire(ctx, st, spawns, now) || e.trackIdle(ctx, st, spawns, now) {
 		return // the state moved: plan against the new one
 	}
+	e.scaleDown(ctx, st, pools, e.plan(ctx, st, pools, now), now)
+	e.dispatch(ctx, st, pools, spawns, now)
+}
+
+// planTables are what demand planning reads: it runs again only when one
+// of them changed, since a plan simulates every unplaceable bundle.
+var planTables = []string{"nodes", "pools", "bundles", "assignments", "spawns", "services"}
+
+// plan provisions for demand, warm pools and floors, and explains what it
+// cannot provision; it returns the nodes the simulated placements use.
+func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm.Pool, now int64) map[string]bool {
+	idx := st.Index(planTables...)
+	if e.planned != nil && idx == e.plannedAt {
+		return e.planned
+	}
 	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes).run()
+	settled := true
 	for _, sp := range plan.spawns {
-		e.s.applyLogged(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{
+		res := e.s.applyLogged(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{
 			Spawn: *sp, MaxProvisioned: e.cfg.MaxProvisionedNodes, Now: now,
 		})
+		settled = settled && res != nil
 	}
-	e.explainBlocked(ctx, st, plan.blocked, now)
-	e.scaleDown(ctx, st, pools, plan.used, now)
-	e.dispatch(ctx, st, pools, spawns, now)
+	settled = e.explainBlocked(ctx, st, plan.blocked, now) && settled
+	e.planned, e.plannedAt = nil, 0
+	if settled { // an outcome unknown is planned again even if nothing changed
+		e.planned, e.plannedAt = plan.used, idx
+	}
+	return plan.used
 }
 
 // elasticPools are the pools of kind elastic, by name.
@@ -183,8 +207,10 @@ func (e *elastic) trackIdle(ctx context.Context, st *fsm.State, spawns []*fsm.Sp
 }
 
 // explainBlocked writes why bundles get no node, skipping bundles whose
-// explanation already says so (each write is a Raft entry).
-func (e *elastic) explainBlocked(ctx context.Context, st *fsm.State, blocks map[blocked][]string, now int64) {
+// explanation already says so (each write is a Raft entry); false when a
+// write's outcome is unknown.
+func (e *elastic) explainBlocked(ctx context.Context, st *fsm.State, blocks map[blocked][]string, now int64) bool {
+	ok := true
 	for k, ids := range blocks {
 		var stale []string
 		for _, id := range ids {
@@ -197,7 +223,9 @@ func (e *elastic) explainBlocked(ctx context.Context, st *fsm.State, blocks map[
 			}
 		}
 		if len(stale) > 0 {
-			e.s.applyLogged(ctx, fsm.SpawnBlockedType, &fsm.SpawnBlockedRequest{Bundles: stale, Stage: k.stage, Detail: k.detail, Now: now})
+			res := e.s.applyLogged(ctx, fsm.SpawnBlockedType, &fsm.SpawnBlockedRequest{Bundles: stale, Stage: k.stage, Detail: k.detail, Now: now})
+			ok = ok && res != nil
 		}
 	}
+	return ok
 }

@@ -122,18 +122,21 @@ func (r *elasticRig) dumpOnFailure() {
 	if r.d == nil {
 		return
 	}
-	for _, s := range r.d.Servers {
-		st := s.fsm.State()
-		for _, sp := range st.Spawns("") {
-			r.t.Logf("%s: spawn %+v", s.cfg.NodeID, *sp)
+	s := r.d.Servers[len(r.d.Servers)-1]
+	for _, c := range r.d.Servers {
+		if c.store.IsLeader() {
+			s = c
 		}
-		for _, n := range st.Nodes("") {
-			r.t.Logf("%s: node %s pool %s status %s cordoned %v", s.cfg.NodeID, n.ID, n.Pool, n.Status, n.Cordoned)
-		}
-		for _, b := range st.Bundles("", "") {
-			r.t.Logf("%s: bundle %s %s explain %+v", s.cfg.NodeID, b.ID(), b.State, b.Explain)
-		}
-		break
+	}
+	st := s.fsm.State()
+	for _, sp := range st.Spawns("") {
+		r.t.Logf("%s: spawn %+v", s.cfg.NodeID, *sp)
+	}
+	for _, n := range st.Nodes("") {
+		r.t.Logf("%s: node %s pool %s status %s cordoned %v", s.cfg.NodeID, n.ID, n.Pool, n.Status, n.Cordoned)
+	}
+	for _, b := range st.Bundles("", "") {
+		r.t.Logf("%s: bundle %s %s explain %+v", s.cfg.NodeID, b.ID(), b.State, b.Explain)
 	}
 }
 

@@ -167,6 +167,9 @@ func TestSpawnsSurviveSnapshot(t *testing.T) {
 	if res := h.apply(DeletePoolType, &DeletePoolRequest{Name: "e"}); !errors.Is(res.Err, ErrInUse) {
 		t.Fatalf("deleting a pool with a spawn: %v", res.Err)
 	}
+	if res := h.apply(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "e", Kind: PoolCluster}}); !errors.Is(res.Err, ErrInUse) {
+		t.Fatalf("making a pool with a spawn a cluster pool: %v", res.Err)
+	}
 }
 
 func hasEvent(st *State, typ, node string) bool {
