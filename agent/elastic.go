@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/scheduler"
 )
 
@@ -63,6 +65,9 @@ type elastic struct {
 	// planned caches the last plan's used nodes at the state index it saw.
 	planned   map[string]bool
 	plannedAt uint64
+	// fence is a log index to see applied before deciding again, after a
+	// command whose outcome is unknown.
+	fence uint64
 }
 
 func newElastic(s *Server) *elastic {
@@ -73,7 +78,7 @@ func (e *elastic) Name() string { return "elastic" }
 
 func (e *elastic) Run(ctx context.Context) {
 	e.engine = scheduler.NewEngine(scheduler.Options{})
-	e.planned, e.plannedAt = nil, 0
+	e.planned, e.plannedAt, e.fence = nil, 0, 0
 	e.calls = newProvisionCalls(ctx, e.s.logger.With("duty", "elastic"), e.cfg)
 	defer e.calls.wait()
 	tick := time.NewTicker(e.cfg.Interval)
@@ -104,6 +109,9 @@ func (e *elastic) pass(ctx context.Context) {
 	if len(pools) == 0 && len(spawns) == 0 {
 		return
 	}
+	if e.s.raft.AppliedIndex() < e.fence {
+		return // a command of ours may still commit: plan on the state that has it
+	}
 	now := e.s.store.Now().UnixNano()
 	e.calls.forget(func(id string) bool { return st.Spawn(id) != nil })
 	if e.expire(ctx, st, spawns, now) || e.trackIdle(ctx, st, spawns, now) {
@@ -127,7 +135,7 @@ func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm
 	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes).run()
 	settled := true
 	for _, sp := range plan.spawns {
-		res := e.s.applyLogged(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{
+		res := e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{
 			Spawn: *sp, MaxProvisioned: e.cfg.MaxProvisionedNodes, Now: now,
 		})
 		settled = settled && res != nil
@@ -138,6 +146,27 @@ func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm
 		e.planned, e.plannedAt = plan.used, idx
 	}
 	return plan.used
+}
+
+// apply applies one command like applyLogged, and when its outcome is
+// unknown fences planning until the entry's fate is known: planning again
+// while a spawn may still commit could provision its demand twice.
+func (e *elastic) apply(ctx context.Context, typ fsm.MessageType, body any) *fsm.Result {
+	res, err := e.s.store.Apply(ctx, typ, body)
+	switch {
+	case errors.Is(err, httpapi.ErrOutcomeUnknown):
+		e.fence = e.s.raft.LastIndex()
+		e.s.logger.Warn("elastic command outcome unknown; waiting for the log before planning again", "type", typ, "err", err)
+		return nil
+	case err != nil:
+		if ctx.Err() == nil {
+			e.s.logger.Warn("elastic command failed", "type", typ, "err", err)
+		}
+		return nil
+	case res.Err != nil:
+		e.s.logger.Debug("elastic command rejected", "type", typ, "err", res.Err)
+	}
+	return res
 }
 
 // elasticPools are the pools of kind elastic, by name.
@@ -156,7 +185,7 @@ func elasticPools(st *fsm.State) map[string]*fsm.Pool {
 func (e *elastic) giveUp(ctx context.Context, sp *fsm.Spawn, reason string, now int64) {
 	cp := *sp
 	cp.State, cp.DeleteReason = fsm.SpawnDeleting, reason
-	e.s.applyLogged(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{Spawn: cp, Now: now})
+	e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{Spawn: cp, Now: now})
 }
 
 // expire gives up spawns whose node did not register (or never became
@@ -200,7 +229,7 @@ func (e *elastic) trackIdle(ctx context.Context, st *fsm.State, spawns []*fsm.Sp
 		if idle {
 			cp.IdleSince = now
 		}
-		e.s.applyLogged(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{Spawn: cp, Now: now})
+		e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{Spawn: cp, Now: now})
 		acted = true
 	}
 	return acted
@@ -223,7 +252,7 @@ func (e *elastic) explainBlocked(ctx context.Context, st *fsm.State, blocks map[
 			}
 		}
 		if len(stale) > 0 {
-			res := e.s.applyLogged(ctx, fsm.SpawnBlockedType, &fsm.SpawnBlockedRequest{Bundles: stale, Stage: k.stage, Detail: k.detail, Now: now})
+			res := e.apply(ctx, fsm.SpawnBlockedType, &fsm.SpawnBlockedRequest{Bundles: stale, Stage: k.stage, Detail: k.detail, Now: now})
 			ok = ok && res != nil
 		}
 	}

@@ -228,7 +228,7 @@ func (pl *planner) capped(nodes []*fsm.Node) (stage, detail string) {
 	}
 	for _, name := range sortedPoolNames(pl.pools) {
 		p, c := pl.pools[name], pl.counts[name]
-		if p.MaxNodes > 0 && c.Total()+add[name] > p.MaxNodes {
+		if add[name] > 0 && p.MaxNodes > 0 && c.Total()+add[name] > p.MaxNodes {
 			return fsm.StagePoolMaxNodes, fsm.PoolCapDetail(name, p.MaxNodes, c)
 		}
 	}

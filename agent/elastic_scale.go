@@ -102,7 +102,7 @@ func (e *elastic) deprovision(ctx context.Context, st *fsm.State, sp *fsm.Spawn,
 	if !gone && time.Since(at) < e.cfg.DeleteGrace {
 		return
 	}
-	e.s.applyLogged(ctx, fsm.DeleteSpawnType, &fsm.DeleteSpawnRequest{ID: sp.ID, Reason: sp.DeleteReason, Now: now})
+	e.apply(ctx, fsm.DeleteSpawnType, &fsm.DeleteSpawnRequest{ID: sp.ID, Reason: sp.DeleteReason, Now: now})
 }
 
 // still reports whether a spawn is still in the given state: a call for a
