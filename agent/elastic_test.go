@@ -17,6 +17,9 @@ import (
 // servers whose exec provisioner starts real `amserver agent --worker`
 // processes. The binary is built once for all the subtests.
 func TestElasticPools(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds amserver and starts real worker processes")
+	}
 	bin := buildAmserver(t)
 	t.Run("ProvisionsOnceThenPlaces", func(t *testing.T) { testProvisionsOnce(t, bin) })
 	t.Run("LeaderFailoverProvisionsOnce", func(t *testing.T) { testFailoverProvisionsOnce(t, bin) })
