@@ -60,7 +60,7 @@ type Spawn struct {
 	ModifyIndex uint64 `json:"modifyIndex"`
 }
 
-// SpawnTimeout is the pool's spawnTimeout, or the default.
+// SpawnTimeoutOrDefault is the pool's spawnTimeout, or the default.
 func (p *Pool) SpawnTimeoutOrDefault() int64 {
 	if p == nil || p.SpawnTimeout <= 0 {
 		return DefaultSpawnTimeout
@@ -76,7 +76,7 @@ func (p *Pool) IdleTimeoutOrDefault() int64 {
 	return p.IdleTimeout
 }
 
-// InstanceType returns the named instance type of the pool, or nil.
+// InstanceTypeNamed returns the named instance type of the pool, or nil.
 func (p *Pool) InstanceTypeNamed(name string) *InstanceType {
 	for i := range p.InstanceTypes {
 		if p.InstanceTypes[i].Name == name {
