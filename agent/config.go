@@ -58,6 +58,9 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 
+	// Elastic tunes elastic pools' provisioning (elastic.go).
+	Elastic ElasticConfig
+
 	Gossip gossip.Config
 	// ACL turns on ACL enforcement and lists the tokens from configuration.
 	ACL ACLConfig
@@ -115,6 +118,7 @@ func (c *Config) setDefaults() error {
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
 	}
+	c.Elastic.setDefaults()
 	return nil
 }
 

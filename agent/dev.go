@@ -27,6 +27,8 @@ type DevConfig struct {
 	DeleteTimeout time.Duration
 	// Driver makes each simulated worker's driver (default: none).
 	Driver func() Driver
+	// Configure, when set, adjusts each server's configuration.
+	Configure func(*Config)
 }
 
 // DevCluster is servers and simulated workers in one process.
@@ -105,6 +107,9 @@ func (d *DevCluster) startServers(ctx context.Context, cfg DevConfig, dataDir st
 		}
 		sc.Gossip = gossip.DefaultConfig()
 		sc.Gossip.BindAddr, sc.Gossip.BindPort = host, gp
+		if cfg.Configure != nil {
+			cfg.Configure(&sc)
+		}
 		s, err := NewServer(sc, cfg.Deps)
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ func (s *Server) defaultDuties() []Duty {
 		&timers{s: s},
 		&services{s: s},
 		&deleter{s: s, timeout: s.cfg.DeleteTimeout},
+		newElastic(s),
 	}
 }
 

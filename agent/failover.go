@@ -82,7 +82,11 @@ func (s *Server) applyBatch(ctx context.Context, batch *scheduler.Batch) int {
 	if batch.Parts() == 0 {
 		return 0
 	}
-	res := s.applyLogged(ctx, fsm.ApplyPlanType, batch.Plan(s.store.Now().UnixNano()))
+	plan := batch.Plan(s.store.Now().UnixNano())
+	if v, ok := batch.View().(interface{ Index(...string) uint64 }); ok {
+		plan.Basis = v.Index() // failed attempts are against this state, not the commit's
+	}
+	res := s.applyLogged(ctx, fsm.ApplyPlanType, plan)
 	if res == nil || res.Err != nil {
 		return 0
 	}

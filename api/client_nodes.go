@@ -163,3 +163,13 @@ func (c *Client) DeleteService(ctx context.Context, id string) error {
 	_, err := c.write(ctx, c.newRequest(http.MethodDelete, pathJoin("v1", "services", id), nil), nil, nil)
 	return err
 }
+
+// PoolStatus returns a pool's nodes by state, spawning ones included.
+func (c *Client) PoolStatus(ctx context.Context, name string, q *QueryOptions) (*PoolStatus, QueryMeta, error) {
+	var out PoolStatus
+	meta, err := c.query(ctx, pathJoin("v1", "pools", name, "status"), nil, q, &out)
+	if err != nil {
+		return nil, meta, err
+	}
+	return &out, meta, nil
+}

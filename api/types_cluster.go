@@ -53,6 +53,12 @@ const (
 	EventNodeDrained       = "nodeDrained"
 	EventServerJoined      = "serverJoined"
 	EventServerRemoved     = "serverRemoved"
+	// Elastic pools: a node asked of the provisioner, one that never
+	// registered in time, one being given back, one given back.
+	EventNodeProvisioning   = "nodeProvisioning"
+	EventProvisionTimedOut  = "provisionTimedOut"
+	EventNodeDeprovisioning = "nodeDeprovisioning"
+	EventNodeDeprovisioned  = "nodeDeprovisioned"
 )
 
 // Event is one line of GET /v1/events.

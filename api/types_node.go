@@ -181,3 +181,45 @@ type NodeService struct {
 	CreateIndex uint64              `json:"createIndex,omitempty"`
 	ModifyIndex uint64              `json:"modifyIndex,omitempty"`
 }
+
+// Node states of a pool's status (PoolNodeStatus.State).
+const (
+	LifecycleReady       = "ready"
+	LifecycleIdle        = "idle"
+	LifecycleSpawning    = "spawning"
+	LifecycleDraining    = "draining"
+	LifecycleUnavailable = "unavailable"
+)
+
+// PoolNodeStatus is one node of a pool's status: a registered node, or one
+// an elastic pool's provisioner was asked for.
+type PoolNodeStatus struct {
+	NodeID string `json:"nodeId"`
+	// State is ready (placeable, with work), idle (placeable, empty),
+	// spawning (asked of the provisioner, not registered yet), draining
+	// (cordoned, draining or being given back) or unavailable.
+	State string `json:"state"`
+	// Status is the node's own status; empty while spawning.
+	Status string `json:"status,omitempty"`
+	// InstanceType and RequestID are set on provisioned nodes.
+	InstanceType string `json:"instanceType,omitempty"`
+	RequestID    string `json:"requestId,omitempty"`
+	// Since is when a spawning node was asked for, an idle node became
+	// idle, or a node being given back started to be.
+	Since time.Time `json:"since,omitzero"`
+}
+
+// PoolStatus answers GET /v1/pools/{name}/status.
+type PoolStatus struct {
+	Pool     string `json:"pool"`
+	Kind     string `json:"kind"`
+	MinNodes int    `json:"minNodes"`
+	MaxNodes int    `json:"maxNodes"`
+	Warm     int    `json:"warm"`
+	// Counts has every state, zero included.
+	Counts map[string]int   `json:"counts"`
+	Nodes  []PoolNodeStatus `json:"nodes"`
+	// Provisioned counts provisioned nodes across every elastic pool, the
+	// number the cluster's cap applies to.
+	Provisioned int `json:"provisioned"`
+}

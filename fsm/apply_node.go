@@ -20,6 +20,7 @@ func (f *FSM) applyRegisterNode(t *tx, req *RegisterNodeRequest) (any, error) {
 	if old == nil {
 		n.Status, n.Cordoned, n.Draining, n.StatusTime = NodeUnknown, false, false, t.now
 		n.Usage, n.Provided, n.CreateIndex = ledger.Usage{}, nil, t.index
+		t.spawnRegistered(&n)
 		t.ensurePool(n.Pool)
 		t.putNode(&n)
 		t.event("nodeStatus", "", n.ID, "node %s registered in pool %s", n.ID, n.Pool)

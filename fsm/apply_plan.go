@@ -26,6 +26,10 @@ type PartRejection struct {
 
 func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 	t.advance(p.Now)
+	t.basis = t.index
+	if p.Basis > 0 && p.Basis < t.index {
+		t.basis = p.Basis
+	}
 	res := &PlanResult{}
 	pl := newPlanLedger(t)
 	for i := range p.Parts {
@@ -154,6 +158,9 @@ func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
 	b.Explain = u.Explain
 	if u.Explain != nil {
 		b.AttemptIndex = t.index
+		if t.basis > 0 {
+			b.AttemptIndex = t.basis
+		}
 	}
 	return st, nil
 }

@@ -15,6 +15,9 @@ func (f *FSM) applyUpsertPool(t *tx, req *UpsertPoolRequest) (any, error) {
 	p.Usage, p.CreateIndex = ledger.PoolUsage{}, t.index
 	if old := t.State.Pool(p.Name); old != nil {
 		p.Usage, p.CreateIndex = old.Usage, old.CreateIndex
+		if n := len(t.Spawns(p.Name)); n > 0 && p.Kind != PoolElastic {
+			return nil, fmt.Errorf("%w: pool %s has %d provisioned nodes; it must stay elastic until they are given back", ErrInUse, p.Name, n)
+		}
 	}
 	if over := capsExceeded(&p); over != "" {
 		return nil, fmt.Errorf("%w: pool %s already holds more than the new %s cap", ErrConflict, p.Name, over)
@@ -40,6 +43,9 @@ func (f *FSM) applyDeletePool(t *tx, req *DeletePoolRequest) (any, error) {
 	}
 	if n := len(t.Nodes(p.Name)); n > 0 {
 		return nil, fmt.Errorf("%w: pool %s has %d nodes", ErrInUse, p.Name, n)
+	}
+	if n := len(t.Spawns(p.Name)); n > 0 {
+		return nil, fmt.Errorf("%w: pool %s has %d provisioned nodes to give back", ErrInUse, p.Name, n)
 	}
 	for _, b := range t.Bundles("", "") {
 		if b.Spec.Pool == p.Name || (b.Spec.Resilience != nil && b.Spec.Resilience.Pool == p.Name) {

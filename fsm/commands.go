@@ -38,6 +38,9 @@ const (
 	UpsertACLTokenType   MessageType = 18
 	DeleteACLTokenType   MessageType = 19
 	KeyringType          MessageType = 20
+	UpsertSpawnType      MessageType = 21
+	DeleteSpawnType      MessageType = 22
+	SpawnBlockedType     MessageType = 23
 )
 
 // String names a command type for logs and errors.
@@ -58,7 +61,8 @@ var messageTypeNames = map[MessageType]string{
 	UpsertServiceType: "UpsertService", DeleteServiceType: "DeleteService",
 	TimerType: "Timer", RecordEventType: "RecordEvent",
 	UpsertACLTokenType: "UpsertACLToken", DeleteACLTokenType: "DeleteACLToken",
-	KeyringType: "Keyring",
+	KeyringType:     "Keyring",
+	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
@@ -169,6 +173,11 @@ type RecordEventRequest struct {
 type Plan struct {
 	Now   int64
 	Parts []PlanPart
+	// Basis is the index of the state the plan was computed on. A bundle
+	// the plan leaves unplaceable records it as its AttemptIndex, so a
+	// node that became ready while the plan was in flight still makes the
+	// placer try the bundle again. 0 (older leaders) means the plan's index.
+	Basis uint64
 }
 
 // PlanPart groups updates that must commit together, such as a preemptor's

@@ -86,6 +86,9 @@ func (f *FSM) registerHandlers() {
 	f.handlers[UpsertACLTokenType] = decoded(f.applyUpsertACLToken)
 	f.handlers[DeleteACLTokenType] = decoded(f.applyDeleteACLToken)
 	f.handlers[KeyringType] = decoded(f.applyKeyring)
+	f.handlers[UpsertSpawnType] = decoded(f.applyUpsertSpawn)
+	f.handlers[DeleteSpawnType] = decoded(f.applyDeleteSpawn)
+	f.handlers[SpawnBlockedType] = decoded(f.applySpawnBlocked)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

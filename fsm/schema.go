@@ -20,13 +20,14 @@ const (
 	tableIndex        = "index"
 	tableMeta         = "meta"
 	tableKeyring      = "keyring"
+	tableSpawns       = "spawns"
 )
 
 // Tables lists every table in snapshot order; the index table comes last so a
 // restore sees every row before the indexes that describe them.
 var Tables = []string{
 	tableNodes, tablePools, tableBundles, tableReservations, tableAssignments,
-	tableServices, tableEvents, tableKeyring, tableMeta, tableACLTokens, tableIndex,
+	tableServices, tableEvents, tableKeyring, tableSpawns, tableMeta, tableACLTokens, tableIndex,
 }
 
 // reservationRow stores a node service's ledger reservation under its key
@@ -110,6 +111,11 @@ func schema() *memdb.DBSchema {
 			"secret": {Name: "secret", Unique: true, Indexer: strIndexer[ACLToken]{pick: func(t *ACLToken) string { return t.SecretHash }}},
 		}},
 		tableKeyring: {Name: tableKeyring, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(k *Keyring) string { return k.ID })}},
+		tableSpawns: {Name: tableSpawns, Indexes: map[string]*memdb.IndexSchema{
+			"id":   idIndex(func(s *Spawn) string { return s.ID }),
+			"node": {Name: "node", Unique: true, Indexer: strIndexer[Spawn]{pick: func(s *Spawn) string { return s.NodeID }}},
+			"pool": fieldIndex("pool", func(s *Spawn) string { return s.Pool }),
+		}},
 	}}
 }
 

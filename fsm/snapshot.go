@@ -47,6 +47,7 @@ var sections = []section{
 		decode: func(d *rowDec) (any, error) { return decodeAssignmentRow(d) }},
 	{kind: 6, table: tableServices, row: func() any { return &NodeService{} }},
 	{kind: 7, table: tableEvents, row: func() any { return &eventRow{} }},
+	{kind: 15, table: tableSpawns, row: func() any { return &Spawn{} }},
 	{kind: 8, table: tableMeta, row: func() any { return &metaRow{} }},
 	{kind: 13, table: tableACLTokens, row: func() any { return &ACLToken{} }},
 	{kind: 14, table: tableKeyring, row: func() any { return &Keyring{} }},

@@ -20,6 +20,8 @@ type tx struct {
 	now     int64
 	changed map[string]bool
 	events  []Event
+	// basis is the state index a plan was computed on (Plan.Basis).
+	basis uint64
 }
 
 var _ ledger.Store = txLedger{}

@@ -245,6 +245,7 @@ var routeSpecs = map[string]opSpec{
 	"GET /v1/pools":                               {ok: answers("200", typ[[]api.Pool]())},
 	"GET /v1/pools/{name}":                        {ok: answers("200", typ[api.Pool]())},
 	"PUT /v1/pools/{name}":                        {req: typ[api.Pool](), ok: answers("200", typ[api.Pool]())},
+	"GET /v1/pools/{name}/status":                 {ok: answers("200", typ[api.PoolStatus]())},
 	"DELETE /v1/pools/{name}":                     {ok: answers("204", nil)},
 	"GET /v1/nodes":                               {ok: answers("200", typ[[]api.Node]())},
 	"GET /v1/nodes/{id}":                          {ok: answers("200", typ[api.Node]())},

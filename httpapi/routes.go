@@ -49,6 +49,7 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(get, "/v1/pools/:name", s.getPool, reader, read)
 	s.handle(put, "/v1/pools/:name", s.putPool, writer, write)
 	s.handle(del, "/v1/pools/:name", s.deletePool, writer, write)
+	s.handle(get, "/v1/pools/:name/status", s.getPoolStatus, reader, read)
 
 	// A worker token reaches its own node's registration, assignments and
 	// status reports, and nothing else.

@@ -34,6 +34,9 @@ func (sn *Snapshot) NewBatch(seed uint64) *Batch {
 // nothing reaches the state except through the plan.
 func (b *Batch) Store() ledger.Store { return b.overlay }
 
+// View is the state view the batch places against.
+func (b *Batch) View() View { return b.snap.View() }
+
 // Remove treats nodes as gone for every later placement of the batch.
 func (b *Batch) Remove(nodes ...string) { b.removed = append(b.removed, nodes...) }
 

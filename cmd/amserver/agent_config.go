@@ -37,6 +37,9 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	if err := f.security.checkServer(); err != nil {
 		return agent.Config{}, err
 	}
+	if f.maxProvisioned < 0 || f.provisionTimeout <= 0 {
+		return agent.Config{}, errors.New("--max-provisioned-nodes must be >= 0 and --provision-timeout positive")
+	}
 	adv, err := f.advertiseIP()
 	if err != nil {
 		return agent.Config{}, err
@@ -63,7 +66,8 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
 		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
-		Gossip: gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,
+		Elastic: agent.ElasticConfig{MaxProvisionedNodes: f.maxProvisioned, CallTimeout: f.provisionTimeout},
+		Gossip:  gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,
 	}, nil
 }
 

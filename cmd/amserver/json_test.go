@@ -61,6 +61,8 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"node", "status", "worker-1"}},
 		{args: []string{"pool", "apply", pool}},
 		{args: []string{"pool", "list"}},
+		{args: []string{"pool", "status"}},
+		{args: []string{"pool", "status", "extra"}},
 		{args: []string{"service", "apply", service}},
 		{args: []string{"service", "list"}},
 		{args: []string{"bundle", "validate", bundle}},

@@ -16,7 +16,7 @@ func newPoolCmd(a *app) *cobra.Command {
 		Use:   "pool",
 		Short: "List, create, update and delete pools",
 	})
-	cmd.AddCommand(newPoolListCmd(a), newPoolApplyCmd(a), newPoolDeleteCmd(a))
+	cmd.AddCommand(newPoolListCmd(a), newPoolStatusCmd(a), newPoolApplyCmd(a), newPoolDeleteCmd(a))
 	return cmd
 }
 

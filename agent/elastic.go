@@ -1,0 +1,260 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/scheduler"
+)
+
+// ElasticConfig tunes elastic pools' provisioning (DESIGN §2.2).
+type ElasticConfig struct {
+	// MaxProvisionedNodes caps provisioned nodes across every elastic pool,
+	// spawning ones included; 0 means no cap.
+	MaxProvisionedNodes int
+	// CallTimeout bounds one provisioner call (default 2 m).
+	CallTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between failed calls
+	// (defaults 1 s and 1 m).
+	RetryMin, RetryMax time.Duration
+	// Interval is how often the leader looks at elastic pools without a
+	// state change, for timeouts (default 1 s).
+	Interval time.Duration
+	// DeleteGrace is how long after a successful delete call the leader
+	// waits for the node to leave gossip before forgetting it anyway
+	// (default 30 s).
+	DeleteGrace time.Duration
+}
+
+func (c *ElasticConfig) setDefaults() {
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 2 * time.Minute
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(time.Minute, c.RetryMin)
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.DeleteGrace <= 0 {
+		c.DeleteGrace = 30 * time.Second
+	}
+}
+
+// elasticMinGap spaces passes under a stream of unrelated state changes.
+const elasticMinGap = 100 * time.Millisecond
+
+// elastic is the leader duty of elastic pools: it provisions nodes for
+// bundles that do not fit, keeps warm pools and minNodes floors, gives back
+// nodes idle beyond the warm pool, and prunes spawns that never registered.
+// Every decision is first written to Raft as a spawn; provisioner calls
+// follow the replicated spawns, asynchronously (provisionCalls).
+type elastic struct {
+	s      *Server
+	cfg    ElasticConfig
+	engine *scheduler.Engine
+	calls  *provisionCalls
+	http   *http.Client
+	// planned caches the last plan's used nodes at the state index it saw.
+	planned   map[string]bool
+	plannedAt uint64
+	// fence is a log index to see applied before deciding again, after a
+	// command whose outcome is unknown.
+	fence uint64
+}
+
+func newElastic(s *Server) *elastic {
+	return &elastic{s: s, cfg: s.cfg.Elastic, http: &http.Client{}}
+}
+
+func (e *elastic) Name() string { return "elastic" }
+
+func (e *elastic) Run(ctx context.Context) {
+	e.engine = scheduler.NewEngine(scheduler.Options{})
+	e.planned, e.plannedAt, e.fence = nil, 0, 0
+	e.calls = newProvisionCalls(ctx, e.s.logger.With("duty", "elastic"), e.cfg)
+	defer e.calls.wait()
+	tick := time.NewTicker(e.cfg.Interval)
+	defer tick.Stop()
+	for {
+		watch := e.s.fsm.WatchCh()
+		e.pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-watch:
+		case <-tick.C:
+		case <-e.calls.kick:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(elasticMinGap):
+		}
+	}
+}
+
+// pass does one round of every elastic decision against one state view.
+func (e *elastic) pass(ctx context.Context) {
+	st := e.s.store.State()
+	pools := elasticPools(st)
+	spawns := st.Spawns("")
+	if len(pools) == 0 && len(spawns) == 0 {
+		return
+	}
+	if e.s.raft.AppliedIndex() < e.fence {
+		return // a command of ours may still commit: plan on the state that has it
+	}
+	now := e.s.store.Now().UnixNano()
+	e.calls.forget(func(id string) bool { return st.Spawn(id) != nil })
+	if e.expire(ctx, st, spawns, now) || e.trackIdle(ctx, st, spawns, now) {
+		return // the state moved: plan against the new one
+	}
+	e.scaleDown(ctx, st, pools, e.plan(ctx, st, pools, now), now)
+	e.dispatch(ctx, st, pools, spawns, now)
+}
+
+// planTables are what demand planning reads: it runs again only when one
+// of them changed, since a plan simulates every unplaceable bundle.
+var planTables = []string{"nodes", "pools", "bundles", "assignments", "spawns", "services"}
+
+// plan provisions for demand, warm pools and floors, and explains what it
+// cannot provision; it returns the nodes the simulated placements use.
+func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm.Pool, now int64) map[string]bool {
+	idx := st.Index(planTables...)
+	if e.planned != nil && idx == e.plannedAt {
+		return e.planned
+	}
+	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes).run()
+	settled := true
+	for _, sp := range plan.spawns {
+		res := e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{
+			Spawn: *sp, MaxProvisioned: e.cfg.MaxProvisionedNodes, Now: now,
+		})
+		settled = settled && res != nil
+	}
+	settled = e.explainBlocked(ctx, st, plan.blocked, now) && settled
+	e.planned, e.plannedAt = nil, 0
+	if settled { // an outcome unknown is planned again even if nothing changed
+		e.planned, e.plannedAt = plan.used, idx
+	}
+	return plan.used
+}
+
+// apply applies one command like applyLogged, and when its outcome is
+// unknown fences planning until the entry's fate is known: planning again
+// while a spawn may still commit could provision its demand twice.
+func (e *elastic) apply(ctx context.Context, typ fsm.MessageType, body any) *fsm.Result {
+	res, err := e.s.store.Apply(ctx, typ, body)
+	switch {
+	case errors.Is(err, httpapi.ErrOutcomeUnknown):
+		e.fence = e.s.raft.LastIndex()
+		e.s.logger.Warn("elastic command outcome unknown; waiting for the log before planning again", "type", typ, "err", err)
+		return nil
+	case err != nil:
+		if ctx.Err() == nil {
+			e.s.logger.Warn("elastic command failed", "type", typ, "err", err)
+		}
+		return nil
+	case res.Err != nil:
+		e.s.logger.Debug("elastic command rejected", "type", typ, "err", res.Err)
+	}
+	return res
+}
+
+// elasticPools are the pools of kind elastic, by name.
+func elasticPools(st *fsm.State) map[string]*fsm.Pool {
+	out := map[string]*fsm.Pool{}
+	for _, p := range st.Pools() {
+		if p.Kind == fsm.PoolElastic {
+			out[p.Name] = p
+		}
+	}
+	return out
+}
+
+// giveUp moves a spawn to deleting: its node is cordoned and drained, then
+// given back through the provisioner.
+func (e *elastic) giveUp(ctx context.Context, sp *fsm.Spawn, reason string, now int64) {
+	cp := *sp
+	cp.State, cp.DeleteReason = fsm.SpawnDeleting, reason
+	e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{Spawn: cp, Now: now})
+}
+
+// expire gives up spawns whose node did not register (or never became
+// ready) within the pool's spawnTimeout, and registered spawns whose node
+// was deregistered. Their demand is planned again on the next pass.
+func (e *elastic) expire(ctx context.Context, st *fsm.State, spawns []*fsm.Spawn, now int64) bool {
+	acted := false
+	for _, sp := range spawns {
+		timeout := st.Pool(sp.Pool).SpawnTimeoutOrDefault()
+		n := st.Node(sp.NodeID)
+		switch {
+		case sp.State == fsm.SpawnSpawning && n == nil && now >= sp.CreateTime+timeout:
+			e.giveUp(ctx, sp, fsm.SpawnTimeoutReason, now)
+		case sp.State == fsm.SpawnRegistered && n == nil:
+			e.giveUp(ctx, sp, "its node was deregistered", now)
+		case sp.State == fsm.SpawnRegistered && n.Status == fsm.NodeUnknown && now >= sp.RegisterTime+timeout:
+			e.giveUp(ctx, sp, "its node registered but never became ready", now)
+		default:
+			continue
+		}
+		acted = true
+	}
+	return acted
+}
+
+// trackIdle records in each registered spawn when its node became idle, so
+// the idle timeout survives a change of leader.
+func (e *elastic) trackIdle(ctx context.Context, st *fsm.State, spawns []*fsm.Spawn, now int64) bool {
+	acted := false
+	for _, sp := range spawns {
+		n := st.Node(sp.NodeID)
+		if sp.State != fsm.SpawnRegistered || n == nil {
+			continue
+		}
+		idle := n.Placeable() && st.NodeIdle(n.ID)
+		if idle == (sp.IdleSince != 0) {
+			continue
+		}
+		cp := *sp
+		cp.IdleSince = 0
+		if idle {
+			cp.IdleSince = now
+		}
+		e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{Spawn: cp, Now: now})
+		acted = true
+	}
+	return acted
+}
+
+// explainBlocked writes why bundles get no node, skipping bundles whose
+// explanation already says so (each write is a Raft entry); false when a
+// write's outcome is unknown.
+func (e *elastic) explainBlocked(ctx context.Context, st *fsm.State, blocks map[blocked][]string, now int64) bool {
+	ok := true
+	for k, ids := range blocks {
+		var stale []string
+		for _, id := range ids {
+			b := st.Bundle(id)
+			if b == nil || b.State != fsm.StateUnplaceable || b.Explain == nil {
+				continue
+			}
+			if m := b.Explain.NearestMiss; m == nil || m.Stage != k.stage || m.Detail != k.detail || m.NodeID != "" {
+				stale = append(stale, id)
+			}
+		}
+		if len(stale) > 0 {
+			res := e.apply(ctx, fsm.SpawnBlockedType, &fsm.SpawnBlockedRequest{Bundles: stale, Stage: k.stage, Detail: k.detail, Now: now})
+			ok = ok && res != nil
+		}
+	}
+	return ok
+}

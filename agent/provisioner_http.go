@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+)
+
+// httpProvisioner is the webhook provisioner (docs/provisioner.md): a
+// create is POST {url} with the request, a delete is DELETE {url}/{nodeId}
+// with the same body. 2xx is success; 409 on a create (that request id
+// already made its node) and 404 on a delete (already gone) are too.
+type httpProvisioner struct {
+	url    string
+	client *http.Client
+}
+
+var _ Provisioner = (*httpProvisioner)(nil)
+
+func (p *httpProvisioner) Create(ctx context.Context, req *ProvisionRequest) error {
+	return p.call(ctx, http.MethodPost, p.url, req, http.StatusConflict)
+}
+
+func (p *httpProvisioner) Delete(ctx context.Context, req *ProvisionRequest) error {
+	return p.call(ctx, http.MethodDelete, p.url+"/"+url.PathEscape(req.NodeID), req, http.StatusNotFound)
+}
+
+// httpErrorBody bounds how much of an error answer is quoted.
+const httpErrorBody = 1024
+
+func (p *httpProvisioner) call(ctx context.Context, method, target string, req *ProvisionRequest, alsoOK int) error {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encode provision request: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("provisioner %s %s: %w", method, target, err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Idempotency-Key", req.RequestID)
+	resp, err := p.client.Do(hr)
+	if err != nil {
+		return fmt.Errorf("provisioner %s %s: %w", method, target, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBody))
+	switch {
+	case resp.StatusCode/100 == 2, resp.StatusCode == alsoOK:
+		return nil
+	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
+		return fmt.Errorf("provisioner %s %s: %w: %s: %s", method, target, errPermanent, resp.Status, bytes.TrimSpace(body))
+	}
+	return fmt.Errorf("provisioner %s %s: %s: %s", method, target, resp.Status, bytes.TrimSpace(body))
+}
