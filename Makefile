@@ -119,11 +119,13 @@ DURATION ?=
 NEMESES  ?=
 E2E_ENV   = AMSERVER_E2E_DURATION=$(DURATION) AMSERVER_E2E_NEMESES=$(NEMESES)
 
+# SECURE=1 (the smoke's default) runs the deployment with ACLs, TLS, mutual
+# TLS on Raft and gossip encryption (e2e/compose.secure.yml).
 e2e: image
-	$(E2E_ENV) AMSERVER_E2E_MODE=smoke $(GO) test -tags e2e -count=1 -timeout 30m -run TestJepsen ./e2e -v
+	$(E2E_ENV) AMSERVER_E2E_SECURE=$(or $(SECURE),1) AMSERVER_E2E_MODE=smoke $(GO) test -tags e2e -count=1 -timeout 30m -run TestJepsen ./e2e -v
 
 jepsen: image
-	$(E2E_ENV) AMSERVER_E2E_MODE=full AMSERVER_E2E_RUNS=$(RUNS) $(GO) test -tags e2e -count=1 -timeout 600m -run TestJepsen ./e2e -v
+	$(E2E_ENV) AMSERVER_E2E_SECURE=$(or $(SECURE),0) AMSERVER_E2E_MODE=full AMSERVER_E2E_RUNS=$(RUNS) $(GO) test -tags e2e -count=1 -timeout 600m -run TestJepsen ./e2e -v
 
 # The Docker suite's self-test: servers built with the plantbugs tag
 # (amserver:plant, its own build context) must fail the checks.

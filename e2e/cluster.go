@@ -49,6 +49,9 @@ type Cluster struct {
 	files   []string
 	logf    func(format string, args ...any)
 	clients map[string]*api.Client // by node id
+	// sec, when set, runs the deployment with ACLs, TLS and gossip
+	// encryption (compose.secure.yml).
+	sec *Security
 }
 
 // composeFiles lists the compose files for a cluster of n servers.
@@ -65,12 +68,18 @@ func composeFiles(n int) ([]string, error) {
 // StartCluster removes leftovers of earlier runs, brings up a fresh
 // project of n servers (plus overlays, e.g. compose.plant.yml) and waits
 // until it is healthy. Down tears it down, volumes too.
-func StartCluster(ctx context.Context, logf func(string, ...any), n int, overlays ...string) (*Cluster, error) {
+func StartCluster(ctx context.Context, logf func(string, ...any), n int, sec *Security, overlays ...string) (*Cluster, error) {
 	files, err := composeFiles(n)
 	if err != nil {
 		return nil, err
 	}
 	files = append(files, overlays...)
+	if sec != nil {
+		files = append(files, secureComposeFile)
+		if n == 5 {
+			files = append(files, secure5ComposeFile)
+		}
+	}
 	if err := removeLeftovers(ctx, logf); err != nil {
 		return nil, err
 	}
@@ -78,6 +87,7 @@ func StartCluster(ctx context.Context, logf func(string, ...any), n int, overlay
 		Project: fmt.Sprintf("%s%s-%d", projectPrefix, time.Now().Format("20060102t150405"), os.Getpid()),
 		files:   files,
 		logf:    logf,
+		sec:     sec,
 	}
 	logf("cluster %s: up with %d servers", c.Project, n)
 	if _, err := c.compose(ctx, "up", "-d"); err != nil {
@@ -93,7 +103,11 @@ func StartCluster(ctx context.Context, logf func(string, ...any), n int, overlay
 }
 
 func (c *Cluster) compose(ctx context.Context, args ...string) (string, error) {
-	return run(ctx, "docker-compose", composeArgs(c.Project, c.files, args...)...)
+	var env []string
+	if c.sec != nil {
+		env = c.sec.Env()
+	}
+	return runEnv(ctx, env, "docker-compose", composeArgs(c.Project, c.files, args...)...)
 }
 
 func composeArgs(project string, files []string, args ...string) []string {
@@ -184,7 +198,7 @@ func (c *Cluster) inspect(ctx context.Context, servers int) error {
 			n.IP = nw.IPAddress
 		}
 		if p := in.NetworkSettings.Ports["7070/tcp"]; len(p) > 0 {
-			n.HTTP = p[0].HostIp + ":" + p[0].HostPort
+			n.HTTP = c.scheme() + p[0].HostIp + ":" + p[0].HostPort
 		}
 		switch {
 		case strings.HasPrefix(n.ID, "server-") && n.HTTP != "" && n.IP != "":
@@ -206,13 +220,32 @@ func (c *Cluster) inspect(ctx context.Context, servers int) error {
 	for _, s := range c.Servers {
 		// No retries and a hard timeout: the harness polls itself, and a
 		// paused server must not hang it.
-		cl, err := api.New(s.HTTP, api.WithMaxRetries(0), api.WithHTTPClient(&http.Client{Timeout: 5 * time.Second}))
+		opts := append([]api.Option{api.WithMaxRetries(0), api.WithHTTPClient(&http.Client{Timeout: 5 * time.Second})},
+			c.ClientOptions()...)
+		cl, err := api.New(s.HTTP, opts...)
 		if err != nil {
 			return fmt.Errorf("e2e: client for %s: %w", s.ID, err)
 		}
 		c.clients[s.ID] = cl
 	}
 	return nil
+}
+
+func (c *Cluster) scheme() string {
+	if c.sec != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// ClientOptions are what every client of this deployment needs on top of
+// its own settings: for a secure one, the CA, a client certificate and the
+// management token.
+func (c *Cluster) ClientOptions() []api.Option {
+	if c.sec == nil {
+		return nil
+	}
+	return c.sec.ClientOptions()
 }
 
 // HTTPAddrs are the published API addresses of all servers.

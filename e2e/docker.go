@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -25,7 +26,16 @@ const commandTimeoutHint = " (context ended)"
 // run executes name with args and returns its trimmed stdout. Stderr is
 // folded into the error: docker's messages are the useful part.
 func run(ctx context.Context, name string, args ...string) (string, error) {
+	return runEnv(ctx, nil, name, args...)
+}
+
+// runEnv is run with extra environment variables (KEY=value) on top of
+// this process's own.
+func runEnv(ctx context.Context, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -67,7 +67,15 @@ func startCluster(t *testing.T, n int, overlays ...string) *Cluster {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := StartCluster(ctx, t.Logf, n, overlays...)
+	var sec *Security
+	if os.Getenv("AMSERVER_E2E_SECURE") == "1" {
+		var err error
+		if sec, err = NewSecurity(filepath.Join("out", "secure", strconv.FormatInt(started.UnixNano(), 36))); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("secure deployment: ACLs, TLS (client certificates required), mutual TLS on Raft, gossip encryption; material in %s", sec.Dir)
+	}
+	c, err := StartCluster(ctx, t.Logf, n, sec, overlays...)
 	if c != nil {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -47,7 +47,8 @@ type runSpec struct {
 // servers get requests too; created bundles ask for a backup on another
 // node so that worker crashes exercise failover.
 func workloadConfig(c *Cluster, rs runSpec) workload.Config {
-	cfg := workload.Config{Servers: c.HTTPAddrs(), Pool: "default", Seed: rs.seed, Backup: true}
+	cfg := workload.Config{Servers: c.HTTPAddrs(), Pool: "default", Seed: rs.seed, Backup: true,
+		ClientOptions: c.ClientOptions()}
 	if rs.shared {
 		// Bundles of earlier runs stay placed on a shared cluster: small
 		// ones keep a whole smoke (9 runs × 100 creates × 2 replicas) far
@@ -97,7 +98,7 @@ func judge(ctx context.Context, c *Cluster, rs runSpec, h *workload.History, tl 
 	rep := check.NewReport(rs.name, rs.seed, h, 0)
 	ops := h.Ops()
 	// Convergence first: its budget starts at the heal.
-	conv := check.Converge(ctx, c.HTTPAddrs(), convergeWithin)
+	conv := check.Converge(ctx, c.HTTPAddrs(), convergeWithin, c.ClientOptions()...)
 	lin, viz := check.Linearizable(ops, linearizableTimeout)
 	rep.Add(lin)
 	final, err := finalBundles(ctx, c, rs.seed)
