@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 )
@@ -71,19 +69,9 @@ func TestACLTokenReplaceKeepsCreation(t *testing.T) {
 func TestACLTokensSurviveSnapshot(t *testing.T) {
 	h := newHarness(t)
 	h.ok(UpsertACLTokenType, UpsertACLTokenRequest{Token: ACLToken{AccessorID: "w", SecretHash: hashB, Kind: ACLWorker, NodeID: "n1"}})
-	snap, err := h.fsm.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := PersistTo(snap, &buf); err != nil {
-		t.Fatal(err)
-	}
 	other := newHarness(t)
 	other.ok(UpsertACLTokenType, UpsertACLTokenRequest{Token: ACLToken{AccessorID: "stale", SecretHash: hashA, Kind: ACLManagement}})
-	if err := other.fsm.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatal(err)
-	}
+	restoreInto(t, h.fsm, other.fsm)
 	if stateHash(t, other.fsm) != stateHash(t, h.fsm) {
 		t.Fatal("restore changed the tokens")
 	}

@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -147,20 +145,10 @@ func TestSpawnsSurviveSnapshot(t *testing.T) {
 	h := newHarness(t)
 	h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: elasticPool("e", 0)})
 	h.ok(UpsertSpawnType, &UpsertSpawnRequest{Spawn: testSpawn("r1", "e-1", "e", "small"), Now: 5})
-	snap, err := h.fsm.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := PersistTo(snap, &buf); err != nil {
-		t.Fatal(err)
-	}
 	other := newHarness(t)
 	other.ok(UpsertPoolType, &UpsertPoolRequest{Pool: elasticPool("e", 0)})
 	other.ok(UpsertSpawnType, &UpsertSpawnRequest{Spawn: testSpawn("r9", "e-9", "e", "small"), Now: 5})
-	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restoreInto(t, h.fsm, other.fsm)
 	if stateHash(t, other.fsm) != stateHash(t, h.fsm) || other.fsm.State().Spawn("r9") != nil {
 		t.Fatal("restore did not reproduce the spawns exactly")
 	}

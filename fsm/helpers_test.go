@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 
 	"github.com/hashicorp/raft"
 
@@ -182,4 +183,21 @@ func usageEqual(a, b ledger.Usage) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
+}
+
+// restoreInto snapshots from and restores the snapshot into into, which
+// may hold state of its own (a restore must replace it).
+func restoreInto(t testingT, from, into *FSM) {
+	t.Helper()
+	snap, err := from.Snapshot()
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	var buf bytes.Buffer
+	if err := PersistTo(snap, &buf); err != nil {
+		t.Fatalf("persist: %v", err)
+	}
+	if err := into.Restore(io.NopCloser(&buf)); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
 }

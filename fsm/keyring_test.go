@@ -3,7 +3,6 @@ package fsm
 import (
 	"bytes"
 	"errors"
-	"io"
 	"testing"
 )
 
@@ -94,20 +93,9 @@ func TestKeyringSnapshotRoundTrip(t *testing.T) {
 	h.ok(KeyringType, &KeyringRequest{Op: KeyringInstall, Key: gk(2)})
 	h.ok(KeyringType, &KeyringRequest{Op: KeyringUse, Key: gk(2)})
 	h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p"}})
-	snap, err := h.fsm.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := PersistTo(snap, &buf); err != nil {
-		t.Fatal(err)
-	}
-
 	other := newHarness(t)
 	other.ok(KeyringType, &KeyringRequest{Op: KeyringInstall, Key: gk(7)})
-	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restoreInto(t, h.fsm, other.fsm)
 	kr := other.fsm.State().Keyring()
 	if kr == nil || !equalKeys(kr.Keys, [][]byte{gk(1), gk(2)}) || !bytes.Equal(kr.Primary, gk(2)) {
 		t.Fatalf("restored keyring %+v", kr)
