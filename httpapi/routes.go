@@ -77,7 +77,14 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(del, "/v1/services/:id", s.deleteService, writer, write)
 
 	s.handle(get, "/v1/events", s.streamEvents, reader, read)
+	s.operatorRoutes(snapshotLimit)
+}
 
+// operatorRoutes are the cluster operations: snapshots, Raft membership,
+// ACL tokens and the gossip keyring.
+func (s *Server) operatorRoutes(snapshotLimit echo.MiddlewareFunc) {
+	read, write := s.readMW, s.writeMW
+	const get, put, post, del = "GET", "PUT", "POST", "DELETE"
 	// A snapshot holds every token's hash and the whole state: management.
 	s.handle(get, snapshotPath, s.saveSnapshot, manager, read)
 	s.handle(put, snapshotPath, s.restoreSnapshot, manager, snapshotLimit, s.streamWriteMW)
