@@ -93,6 +93,7 @@ var bodyRoutes = []struct{ method, path string }{
 	{http.MethodPut, "/v1/nodes/n1/assignments/b1%3A0%3Aenc%40n1/status"},
 	{http.MethodPost, "/v1/operator/raft/transfer-leadership"},
 	{http.MethodPost, "/v1/acl/tokens"},
+	{http.MethodPost, "/v1/operator/keyring"},
 }
 
 func FuzzOtherBodies(f *testing.F) {
@@ -101,6 +102,7 @@ func FuzzOtherBodies(f *testing.F) {
 		`{"pools":["p1"],"launch":{"driver":"none"},"requirements":{"capacity":0.5}}`,
 		`{"state":"running","message":"ok"}`, `{"id":"s2"}`,
 		`{"kind":"worker","nodeId":"n1","secretId":"0123456789abcdef"}`,
+		`{"op":"install","key":"T9L6mX1xk7n3+4fY0lC0xq0YQ2vL9o0hJgk7s3Q7WmE="}`,
 	} {
 		f.Add(uint8(i), []byte(seed))
 	}
