@@ -66,8 +66,12 @@ if [ -f "$dir/lose-next" ]; then
   touch "$dir/req-$id"
   exit 0
 fi
-setsid "$0" run < /dev/null > "$dir/$node.log" 2>&1 &
-echo $! > "$dir/$node.pid"
+# The worker gets a session of its own, and writes its pid file from
+# inside it, before this call counts as done: the provisioner kills this
+# call's process group when its leader goes, and a worker still in that
+# group would die with it while the request looked served.
+setsid sh -c 'echo $$ > "$1/$2.pid"; exec "$3" run' sh "$dir" "$node" "$0" < /dev/null > "$dir/$node.log" 2>&1 &
+while [ ! -s "$dir/$node.pid" ]; do sleep 0.05; done
 echo "$id $node" >> "$dir/created.log"
 touch "$dir/req-$id"
 `
