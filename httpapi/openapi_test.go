@@ -40,6 +40,7 @@ type oaOperation struct {
 	OperationID string                `json:"operationId"`
 	Summary     string                `json:"summary"`
 	Consistency string                `json:"x-amserver-consistency"`
+	ACL         string                `json:"x-amserver-acl"`
 	Planned     bool                  `json:"x-amserver-planned"`
 	Parameters  []oaParam             `json:"parameters"`
 	RequestBody *oaRequestBody        `json:"requestBody"`
