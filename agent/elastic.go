@@ -16,6 +16,9 @@ type ElasticConfig struct {
 	// MaxProvisionedNodes caps provisioned nodes across every elastic pool,
 	// spawning ones included; 0 means no cap.
 	MaxProvisionedNodes int
+	// AllowExec lets this server run pools' command provisioners. Off by
+	// default: a write token can set any pool's command.
+	AllowExec bool
 	// CallTimeout bounds one provisioner call (default 2 m).
 	CallTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff between failed calls
@@ -132,7 +135,7 @@ func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm
 	if e.planned != nil && idx == e.plannedAt {
 		return e.planned
 	}
-	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes).run()
+	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes, e.cfg.AllowExec).run()
 	settled := true
 	for _, sp := range plan.spawns {
 		res := e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{

@@ -45,13 +45,15 @@ type planner struct {
 	counts   map[string]fsm.PoolCount
 	global   fsm.PoolCount
 	maxTotal int
-	plan     *demandPlan
+	// allowExec: the servers may run command provisioners.
+	allowExec bool
+	plan      *demandPlan
 }
 
-func newPlanner(st *fsm.State, engine *scheduler.Engine, pools map[string]*fsm.Pool, maxTotal int) *planner {
+func newPlanner(st *fsm.State, engine *scheduler.Engine, pools map[string]*fsm.Pool, maxTotal int, allowExec bool) *planner {
 	pl := &planner{
 		st: st, engine: engine, pools: pools, pending: pendingNodes(st, st.Spawns("")),
-		counts: map[string]fsm.PoolCount{}, global: st.CountProvisioned(), maxTotal: maxTotal,
+		counts: map[string]fsm.PoolCount{}, global: st.CountProvisioned(), maxTotal: maxTotal, allowExec: allowExec,
 		plan: &demandPlan{blocked: map[blocked][]string{}, used: map[string]bool{}},
 	}
 	for name := range pools {
@@ -108,8 +110,8 @@ func (pl *planner) provisionFor(b *fsm.Bundle) {
 	}
 	pools := pl.missingPools(b)
 	for _, name := range pools {
-		if newProvisioner(pl.pools[name].Provisioner, nil) == nil {
-			pl.block(b, fsm.StageProvisioner, fmt.Sprintf("pool %s has no provisioner", name))
+		if why := provisionerProblem(pl.pools[name].Provisioner, pl.allowExec); why != "" {
+			pl.block(b, fsm.StageProvisioner, fmt.Sprintf("pool %s %s", name, why))
 			return
 		}
 	}
@@ -252,7 +254,7 @@ func (pl *planner) addSpawn(n *fsm.Node, it fsm.InstanceType, reason string, dem
 // fillWarm provisions what the pool's warm pool and minNodes floor lack,
 // with its first instance type, as far as the caps allow.
 func (pl *planner) fillWarm(p *fsm.Pool) {
-	if len(p.InstanceTypes) == 0 || newProvisioner(p.Provisioner, nil) == nil {
+	if len(p.InstanceTypes) == 0 || provisionerProblem(p.Provisioner, pl.allowExec) != "" {
 		return
 	}
 	idle := pl.idleCount(p.Name)

@@ -50,7 +50,7 @@ func (r *fsmRig) unplaceable(id, pool string, capacity int64, jobs int) {
 
 func (r *fsmRig) plan(maxTotal int) *demandPlan {
 	st := r.f.State()
-	return newPlanner(st, scheduler.NewEngine(scheduler.Options{}), elasticPools(st), maxTotal).run()
+	return newPlanner(st, scheduler.NewEngine(scheduler.Options{}), elasticPools(st), maxTotal, true).run()
 }
 
 func planPool(name string, maxNodes, warm int) fsm.Pool {

@@ -98,7 +98,7 @@ func newElasticRig(t *testing.T, bin string, workers int, configure func(*Config
 		DeleteTimeout: 5 * time.Second,
 		Configure: func(c *Config) {
 			c.Elastic = ElasticConfig{Interval: 200 * time.Millisecond, RetryMin: 200 * time.Millisecond, RetryMax: 2 * time.Second,
-				CallTimeout: 20 * time.Second, DeleteGrace: 5 * time.Second}
+				CallTimeout: 20 * time.Second, DeleteGrace: 5 * time.Second, AllowExec: true}
 			if configure != nil {
 				configure(c)
 			}

@@ -73,7 +73,7 @@ func (e *elastic) dispatch(ctx context.Context, st *fsm.State, pools map[string]
 		if p == nil {
 			continue // the pool is not elastic any more: nothing to call
 		}
-		prov := newProvisioner(p.Provisioner, e.http)
+		prov := newProvisioner(p.Provisioner, e.http, e.cfg.AllowExec)
 		if prov == nil {
 			continue
 		}

@@ -56,17 +56,31 @@ type Provisioner interface {
 // (a 4xx): the call is still retried, at the slowest pace.
 var errPermanent = errors.New("permanent provisioner error")
 
-// newProvisioner returns the provisioner a pool configures, or nil.
-func newProvisioner(p *fsm.Provisioner, hc *http.Client) Provisioner {
-	switch {
-	case p == nil:
+// newProvisioner returns the provisioner a pool configures, or nil when it
+// has none this server may call (see provisionerProblem).
+func newProvisioner(p *fsm.Provisioner, hc *http.Client, allowExec bool) Provisioner {
+	if provisionerProblem(p, allowExec) != "" {
 		return nil
-	case p.URL != "":
-		return &httpProvisioner{url: strings.TrimRight(p.URL, "/"), client: hc}
-	case len(p.Command) > 0:
-		return &execProvisioner{command: slices.Clone(p.Command)}
 	}
-	return nil
+	if p.URL != "" {
+		return &httpProvisioner{url: strings.TrimRight(p.URL, "/"), client: hc}
+	}
+	return &execProvisioner{command: slices.Clone(p.Command)}
+}
+
+// provisionerProblem says why this server cannot call a pool's provisioner
+// ("" when it can). A command runs on the leader's host with the server's
+// privileges, and anyone with a write token can set a pool's provisioner:
+// servers run commands only when their operator allowed it
+// (--elastic-allow-exec); webhooks need no such consent.
+func provisionerProblem(p *fsm.Provisioner, allowExec bool) string {
+	switch {
+	case p == nil || (p.URL == "" && len(p.Command) == 0):
+		return "has no provisioner"
+	case p.URL == "" && !allowExec:
+		return "has a command provisioner, which these servers do not run (start them with --elastic-allow-exec)"
+	}
+	return ""
 }
 
 // provisionRequest builds the request for a spawn.

@@ -35,6 +35,7 @@ type agentFlags struct {
 	deadServerCleanup  time.Duration
 	deleteTimeout      time.Duration
 	maxProvisioned     int
+	allowExec          bool
 	provisionTimeout   time.Duration
 	logLevel           string
 	config             string
@@ -94,6 +95,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.IntVar(&f.suspicionMaxMult, "gossip-suspicion-max-mult", gd.SuspicionMaxMult, "how many times longer a suspect has while too few members confirm the suspicion")
 	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
+	fl.BoolVar(&f.allowExec, "elastic-allow-exec", false, "server: run elastic pools' command provisioners on this host (anyone with a write token can set a pool's command)")
 	fl.IntVar(&f.maxProvisioned, "max-provisioned-nodes", 0, "server: cap on nodes elastic pools may provision, spawning ones included, across every pool (0 = none)")
 	fl.DurationVar(&f.provisionTimeout, "provision-timeout", 2*time.Minute, "server: bound on one call of an elastic pool's provisioner (retried with backoff)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
