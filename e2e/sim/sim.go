@@ -172,12 +172,19 @@ func (c *cluster) check(ctx context.Context, o Options, out *Outcome, started ti
 	r.Add(check.MonotonicIndex(ops))
 	r.Add(check.Placement(out.History.Samples()))
 	r.Add(check.Converge(ctx, c.clientAddrs(), ConvergeWithin, c.clientOptions()...))
-	r.Add(check.UniqueCreates(ops, c.finalBundles(ctx)))
+	if final := c.finalBundles(ctx); final != nil {
+		r.Add(check.UniqueCreates(ops, final))
+	} else {
+		// Still a failure, but named for what it is: the cluster did not
+		// answer, which says nothing yet about lost creates.
+		r.Add(check.Result{Name: "unique-creates", Count: 1,
+			Violations: []string{"final bundle list unreadable: no server answered a linearizable read within 10s"}})
+	}
 	r.Duration = time.Since(started).Round(time.Millisecond).String()
 }
 
 // finalBundles reads every bundle linearizably from whichever server
-// answers; nil when none does (UniqueCreates then reports the loss).
+// answers; nil when none does.
 func (c *cluster) finalBundles(ctx context.Context) []api.Bundle {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
