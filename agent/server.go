@@ -163,7 +163,7 @@ func (s *Server) setupRaft() error {
 func (s *Server) setupGossip() error {
 	gc := s.cfg.Gossip
 	gc.NodeName = s.cfg.NodeID
-	gc.Meta = gossip.Meta{Role: gossip.RoleServer, RaftAddr: string(s.transport.LocalAddr()), HTTPAddr: s.cfg.HTTPAdvertise}
+	gc.Meta = s.serverMeta(s.bootstrapped) // Raft state on disk: a member already
 	if gc.Logger == nil {
 		gc.Logger = s.cfg.Logger
 	}
@@ -206,6 +206,9 @@ func (s *Server) Start(ctx context.Context) error {
 	if s.gossip != nil {
 		s.goRun(func() { s.watchGossip(ctx) })
 		s.goRun(func() { s.watchKeyring(ctx) })
+		if !s.isBootstrapped() {
+			s.goRun(func() { s.advertiseMembership(ctx) })
+		}
 		if len(s.cfg.Join) > 0 {
 			s.goRun(func() { s.join(ctx) })
 		}
