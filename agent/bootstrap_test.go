@@ -58,14 +58,7 @@ func TestReplacementServerDoesNotBootstrap(t *testing.T) {
 	}
 	cfg.Gossip = gossip.DefaultConfig()
 	cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0
-	fresh, err := NewServer(cfg, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fresh.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fresh.Kill() })
+	startServer(t, cfg)
 	eventually(t, 30*time.Second, "the leader adds the new server as a voter", func() bool {
 		for _, s := range servers {
 			if !s.store.IsLeader() {
