@@ -75,7 +75,11 @@ func (w *aliveWatch) finish() string {
 // keyringWhere waits until the leader's keyring listing satisfies cond.
 func keyringWhere(t *testing.T, c *api.Client, what string, cond func(*api.Keyring) bool) {
 	t.Helper()
-	waitFor(t, 15*time.Second, what, func() bool {
+	// Members learn each other's fingerprints from a metadata broadcast,
+	// or failing that from memberlist's push/pull sync every 30 s: the
+	// deadline covers one sync, so a broadcast lost on a loaded machine
+	// (a CI run under -race missed 15 s) does not fail the test.
+	waitFor(t, 45*time.Second, what, func() bool {
 		kr, _, err := c.Keyring(t.Context(), false, nil)
 		return err == nil && cond(kr)
 	})
