@@ -48,9 +48,11 @@ ui-test:
 	AMSERVER_REQUIRE_BROWSER=1 AMSERVER_UI_ARTIFACTS=$(UI_ARTIFACTS) $(GO) test -count=1 -timeout 10m -run '^TestBrowser' -v ./ui/
 
 # The in-process fault simulation: SIM_SEEDS seeded fault schedules on
-# in-memory Raft and gossip, SIM_PARALLEL at a time, every checker on each.
+# in-memory Raft, gossip and HTTP, each on its own virtual clock (synctest),
+# as many at a time as there are cores (SIM_PARALLEL overrides), every
+# checker on each.
 SIM_SEEDS    ?= 1000
-SIM_PARALLEL ?= 16
+SIM_PARALLEL ?=
 sim:
 	AMSERVER_SIM_SEEDS=$(SIM_SEEDS) AMSERVER_SIM_PARALLEL=$(SIM_PARALLEL) $(GO) test -count=1 -timeout 30m -run TestSimulation -v ./e2e/sim
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -72,6 +73,10 @@ type Config struct {
 
 	// Transport replaces the TCP transport (tests use raft's in-memory one).
 	Transport raft.Transport
+	// HTTPClient, when set, carries this server's calls to other servers'
+	// APIs (forwarding to the leader) instead of a TCP client built from
+	// TLS; the in-process simulation routes them over an in-memory network.
+	HTTPClient *http.Client
 	// MemStores, when DataDir is empty, are in-memory Raft stores that
 	// outlive the server, so an in-process crash can restart from them.
 	MemStores *MemStores

@@ -110,7 +110,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	s.api = httpapi.New(httpapi.Config{
 		Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
 		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
-		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(),
+		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(), ForwardClient: cfg.HTTPClient,
 	})
 	return s, nil
 }

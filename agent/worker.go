@@ -33,6 +33,9 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// PollWait is the blocking-query wait for assignments.
 	PollWait time.Duration
+	// HTTPClient, when set, carries every call to the servers instead of a
+	// client built from TLS (the in-process simulation's in-memory network).
+	HTTPClient *http.Client
 }
 
 // Worker joins gossip with its failure-domain labels, registers its

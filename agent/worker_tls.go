@@ -33,7 +33,10 @@ func workerHTTPS(f certs.Files) (*http.Client, error) {
 // host:port means https (a --servers flag); gossip already says https.
 func (w *Worker) newClient(addr string) (*api.Client, error) {
 	opts := []api.Option{api.WithToken(w.cfg.Token)}
-	if w.https != nil {
+	switch {
+	case w.cfg.HTTPClient != nil:
+		opts = append(opts, api.WithHTTPClient(w.cfg.HTTPClient))
+	case w.https != nil:
 		if !strings.Contains(addr, "://") {
 			addr = "https://" + addr
 		}

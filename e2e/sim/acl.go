@@ -31,7 +31,7 @@ func (c *cluster) aclConfig() agent.ACLConfig {
 // clientOptions are what every harness client sends: retries off (one Op
 // is one request) and the management token when ACLs are on.
 func (c *cluster) clientOptions() []api.Option {
-	opts := []api.Option{api.WithMaxRetries(0)}
+	opts := []api.Option{api.WithMaxRetries(0), api.WithHTTPClient(c.hc)}
 	if c.acl {
 		opts = append(opts, api.WithToken(simManagementSecret))
 	}

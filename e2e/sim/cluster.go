@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -23,9 +24,9 @@ const Pool = "e2e"
 type server struct {
 	id         string
 	gossipAddr string
-	httpAddr   string
-	stable     *stableAddr // the HTTP socket, kept across restarts
+	httpAddr   string // on the memNet, kept across restarts
 	stores     *agent.MemStores
+	clock      *workClock
 	proxy      *proxy
 	srv        *agent.Server // nil while crashed
 	tr         *raft.InmemTransport
@@ -46,6 +47,8 @@ type cluster struct {
 	scale   float64
 	acl     bool // see aclEvery
 	gnet    *gossipNet
+	mn      *memNet
+	hc      *http.Client // every HTTP call of the seed goes through mn
 	servers []*server
 	workers []*worker
 
@@ -53,21 +56,18 @@ type cluster struct {
 	cuts map[[2]int]bool // server index → server index, one way
 }
 
-func newCluster(logger *slog.Logger, servers, workers int, scale float64) (*cluster, error) {
-	c := &cluster{logger: logger, scale: scale, gnet: newGossipNet(), cuts: map[[2]int]bool{}}
+func newCluster(logger *slog.Logger, seed uint64, servers, workers int, scale float64) (*cluster, error) {
+	mn := newMemNet()
+	c := &cluster{logger: logger, scale: scale, gnet: newGossipNet(), mn: mn, hc: mn.client(), cuts: map[[2]int]bool{}}
 	for i := range servers {
-		sa, err := newStableAddr()
-		if err != nil {
-			return nil, fmt.Errorf("reserve http address: %w", err)
-		}
-		addr := sa.ln.Addr().String()
-		p, err := newProxy(addr)
+		addr := fmt.Sprintf("10.77.0.%d:7070", i+1)
+		p, err := newProxy(mn, fmt.Sprintf("10.77.2.%d:7070", i+1), addr)
 		if err != nil {
 			return nil, err
 		}
 		c.servers = append(c.servers, &server{
 			id: fmt.Sprintf("s%d", i+1), gossipAddr: fmt.Sprintf("10.77.0.%d:7072", i+1),
-			httpAddr: addr, stable: sa, stores: agent.NewMemStores(), proxy: p,
+			httpAddr: addr, stores: agent.NewMemStores(), proxy: p, clock: newWorkClock(seed + uint64(i)),
 		})
 	}
 	domains := [][2]string{{"az-1", "cloud-a"}, {"az-2", "cloud-a"}, {"az-3", "cloud-b"}}
@@ -117,17 +117,20 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	for _, o := range c.servers {
 		peers[o.id], httpAddrs[o.id] = o.id, o.httpAddr
 	}
-	ln := s.stable.listener()
+	ln, err := c.mn.listen(s.httpAddr)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", s.id, err)
+	}
 	// The timeout bounds every RPC, InstallSnapshot included: at 200 ms a
 	// restarted server on a loaded machine never finished catching up. Cut
 	// links fail at once, so a long timeout costs nothing elsewhere.
 	_, tr := raft.NewInmemTransportWithTimeout(raft.ServerAddress(s.id), 2*time.Second)
 	cfg := agent.Config{
-		NodeID: s.id, HTTPListener: ln, Transport: tr, MemStores: s.stores,
+		NodeID: s.id, HTTPListener: ln, HTTPClient: c.hc, Transport: tr, MemStores: s.stores,
 		Bootstrap: true, Peers: peers, PeerHTTP: httpAddrs, TimeoutScale: c.scale,
 		SnapshotThreshold: 64, TrailingLogs: 32, DeleteTimeout: 2 * time.Second,
 		DeadServerCleanup: time.Hour, Gossip: c.gossipConfig(s.gossipAddr),
-		Join: c.serverGossipAddrs(), ACL: c.aclConfig(), Logger: c.logger,
+		Join: c.serverGossipAddrs(), ACL: c.aclConfig(), Logger: c.logger, Clock: s.clock,
 	}
 	srv, err := agent.NewServer(cfg, agent.Deps{})
 	if err != nil {
@@ -150,6 +153,7 @@ func (c *cluster) crashServer(s *server) {
 	srv := s.srv
 	s.srv, s.tr = nil, nil
 	c.mu.Unlock()
+	c.mn.crash(s.httpAddr) // a dead process's sockets reset at once
 	if srv != nil {
 		_ = srv.Kill()
 	}
@@ -165,7 +169,7 @@ func (c *cluster) startWorker(ctx context.Context, w *worker) error {
 		NodeID: w.id, AZ: w.az, Cloud: w.cloud,
 		Inventory: c.nodeSpec(w, workerCapacity),
 		Servers:   httpAddrs, Join: c.serverGossipAddrs(), Gossip: c.gossipConfig(w.gossipAddr),
-		Logger: c.logger, PollWait: 2 * time.Second,
+		Logger: c.logger, PollWait: 2 * time.Second, HTTPClient: c.hc,
 	}
 	if c.acl {
 		wc.Token = workerSecret(w.id)
@@ -335,8 +339,9 @@ func (c *cluster) stop() {
 		for _, s := range c.servers {
 			c.crashServer(s)
 			s.proxy.close()
-			s.stable.close()
 		}
+		c.hc.CloseIdleConnections()
+		c.mn.closeAll()
 	}()
 	select {
 	case <-done:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -16,7 +15,7 @@ import (
 // holds requests instead of answering them, as a SIGSTOPped process would:
 // the client times out and the request may still land after the resume.
 type proxy struct {
-	ln     net.Listener
+	ln     *memListener
 	srv    *http.Server
 	rp     *httputil.ReverseProxy
 	mu     sync.Mutex
@@ -24,8 +23,8 @@ type proxy struct {
 	resume chan struct{} // nil while running; closed on resume
 }
 
-func newProxy(target string) (*proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func newProxy(mn *memNet, addr, target string) (*proxy, error) {
+	ln, err := mn.listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen: %w", err)
 	}
@@ -34,7 +33,7 @@ func newProxy(target string) (*proxy, error) {
 		r.SetURL(&url.URL{Scheme: "http", Host: p.target})
 		r.Out.Host = r.In.Host
 	}}
-	p.rp.Transport = &http.Transport{MaxIdleConnsPerHost: 32, IdleConnTimeout: 5 * time.Second}
+	p.rp.Transport = mn.client().Transport
 	p.rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
 		// The server is down or went away mid-request: to the client this is
 		// a broken connection, whose outcome it cannot know.
