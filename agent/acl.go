@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -60,25 +59,12 @@ func (t ConfigToken) fsmToken() fsm.ACLToken {
 	}
 }
 
-// ensureConfigTokens writes the configured tokens that the state lacks. A
-// new leader runs it before it serves, so the configured management token
-// works from the first request a cluster answers.
-func (s *Server) ensureConfigTokens(ctx context.Context) error {
-	for _, ct := range s.cfg.ACL.Tokens {
-		want := ct.fsmToken()
-		if got := s.store.State().ACLTokenBySecretHash(want.SecretHash); got != nil && got.Kind == want.Kind && got.NodeID == want.NodeID {
-			continue
-		}
-		want.CreateTime = s.store.Now().UnixNano()
-		res, err := s.store.Apply(ctx, fsm.UpsertACLTokenType, fsm.UpsertACLTokenRequest{Token: want})
-		if err != nil {
-			return fmt.Errorf("write configured ACL token %s: %w", want.AccessorID, err)
-		}
-		if res.Err != nil {
-			// Another token holds this secret (created through the API):
-			// retrying cannot help, and serving is still safe.
-			s.logger.Error("configured ACL token refused by the state", "accessor", want.AccessorID, "err", res.Err)
-		}
+// fsmTokens are the configured tokens in their replicated form, which every
+// new leader writes when the state lacks them (leader.Prepare).
+func (c *ACLConfig) fsmTokens() []fsm.ACLToken {
+	out := make([]fsm.ACLToken, len(c.Tokens))
+	for i, t := range c.Tokens {
+		out[i] = t.fsmToken()
 	}
-	return nil
+	return out
 }

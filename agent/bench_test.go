@@ -47,7 +47,7 @@ func startTCPCluster(tb testing.TB, n int) []*Server {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range servers {
-			if s.store.IsLeader() && s.store.ready.Load() {
+			if s.store.IsLeader() && s.store.Ready() {
 				return servers
 			}
 		}

@@ -2,37 +2,21 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/amserver/amserver/gossip"
 )
 
-// bootstrapSingle bootstraps a one-server cluster (dev mode), or one with the
-// static Peers of the configuration.
-func (s *Server) bootstrapSingle() {
-	servers := []raft.Server{{ID: raft.ServerID(s.cfg.NodeID), Address: s.transport.LocalAddr(), Suffrage: raft.Voter}}
-	if len(s.cfg.Peers) > 0 {
-		servers = servers[:0]
-		for _, id := range sortedKeys(s.cfg.Peers) {
-			servers = append(servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(s.cfg.Peers[id]), Suffrage: raft.Voter})
-		}
+// bootstrapStatic bootstraps a one-server cluster (dev mode), or one with
+// the static Peers an embedder gave.
+func (s *Server) bootstrapStatic() {
+	voters := map[string]string{s.cfg.NodeID: s.store.LocalAddr()}
+	if len(s.deps.Peers) > 0 {
+		voters = s.deps.Peers
 	}
-	s.bootstrap(servers)
-}
-
-// sortedKeys returns a map's keys in order, for deterministic iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	s.bootstrap(voters)
 }
 
 // maybeBootstrap implements --bootstrap-expect: once gossip shows the
@@ -46,22 +30,24 @@ func (s *Server) maybeBootstrap() {
 		s.joinExisting(by)
 		return
 	}
-	var servers []raft.Server
+	var servers []gossip.Member
 	for _, m := range s.gossip.Members() {
 		if m.Meta.Role == gossip.RoleServer && m.Status == gossip.StatusAlive && m.Meta.RaftAddr != "" {
-			servers = append(servers, raft.Server{ID: raft.ServerID(m.Name), Address: raft.ServerAddress(m.Meta.RaftAddr), Suffrage: raft.Voter})
+			servers = append(servers, m)
 		}
 	}
 	if len(servers) < s.cfg.BootstrapExpect {
 		return
 	}
-	slices.SortFunc(servers, func(a, b raft.Server) int { return strings.Compare(string(a.ID), string(b.ID)) })
-	servers = servers[:s.cfg.BootstrapExpect]
-	self := slices.ContainsFunc(servers, func(srv raft.Server) bool { return string(srv.ID) == s.cfg.NodeID })
-	if !self {
+	slices.SortFunc(servers, func(a, b gossip.Member) int { return strings.Compare(a.Name, b.Name) })
+	voters := map[string]string{}
+	for _, m := range servers[:s.cfg.BootstrapExpect] {
+		voters[m.Name] = m.Meta.RaftAddr
+	}
+	if _, self := voters[s.cfg.NodeID]; !self {
 		return // the servers that were chosen bootstrap; this one is added later by the leader
 	}
-	s.bootstrap(servers)
+	s.bootstrap(voters)
 }
 
 func (s *Server) isBootstrapped() bool {
@@ -70,19 +56,18 @@ func (s *Server) isBootstrapped() bool {
 	return s.bootstrapped
 }
 
-func (s *Server) bootstrap(servers []raft.Server) {
+func (s *Server) bootstrap(voters map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.bootstrapped {
 		return
 	}
-	err := s.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
-	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+	if err := s.store.Bootstrap(voters); err != nil {
 		s.logger.Error("raft bootstrap failed", "err", err)
 		return
 	}
 	s.bootstrapped = true
-	s.logger.Info("raft bootstrapped", "servers", len(servers))
+	s.logger.Info("raft bootstrapped", "servers", len(voters))
 }
 
 // raftMemberTag, in a server's gossip tags, says that it belongs to a Raft
@@ -117,7 +102,7 @@ func (s *Server) joinExisting(by string) {
 
 // serverMeta is this server's gossip metadata.
 func (s *Server) serverMeta(member bool) gossip.Meta {
-	m := gossip.Meta{Role: gossip.RoleServer, RaftAddr: string(s.transport.LocalAddr()), HTTPAddr: s.cfg.HTTPAdvertise}
+	m := gossip.Meta{Role: gossip.RoleServer, RaftAddr: s.store.LocalAddr(), HTTPAddr: s.cfg.HTTPAdvertise}
 	if member {
 		m.Tags = map[string]string{raftMemberTag: "1"}
 	}
@@ -129,7 +114,7 @@ func (s *Server) serverMeta(member bool) gossip.Meta {
 func (s *Server) advertiseMembership(ctx context.Context) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
-	for s.raft.Leader() == "" {
+	for !s.store.HasLeader() {
 		select {
 		case <-ctx.Done():
 			return
@@ -141,4 +126,14 @@ func (s *Server) advertiseMembership(ctx context.Context) {
 	if err := s.gossip.UpdateMeta(uctx, s.serverMeta(true)); err != nil && ctx.Err() == nil {
 		s.logger.Warn("advertising Raft membership in gossip failed", "err", err)
 	}
+}
+
+// sortedKeys returns a map's keys in order, for deterministic iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

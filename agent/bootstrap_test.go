@@ -64,7 +64,7 @@ func TestReplacementServerDoesNotBootstrap(t *testing.T) {
 			if !s.store.IsLeader() {
 				continue
 			}
-			f := s.raft.GetConfiguration()
+			f := s.Raft().GetConfiguration()
 			if f.Error() != nil {
 				return false
 			}

@@ -53,14 +53,14 @@ func newTestClusterWith(t *testing.T, n int, configure func(*Config)) *testClust
 	for i := range n {
 		id := fmt.Sprintf("s%d", i+1)
 		cfg := Config{
-			NodeID: id, HTTPListener: listeners[i], Transport: c.transports[i], NoGossip: true,
-			Bootstrap: true, Peers: peers, PeerHTTP: httpAddrs, TimeoutScale: 2,
-			SnapshotThreshold: 64, TrailingLogs: 32,
+			NodeID: id, Bootstrap: true, TimeoutScale: 2, SnapshotThreshold: 64, TrailingLogs: 32,
 		}
 		if configure != nil {
 			configure(&cfg)
 		}
-		s, err := NewServer(cfg, Deps{})
+		s, err := NewServer(cfg, Deps{
+			HTTPListener: listeners[i], Transport: c.transports[i], NoGossip: true, Peers: peers, PeerHTTP: httpAddrs,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func (c *testCluster) leader(skip ...*Server) *Server {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range c.servers {
-			if !contains(skip, s) && s.store.IsLeader() && s.store.ready.Load() {
+			if !contains(skip, s) && s.store.IsLeader() && s.store.Ready() {
 				return s
 			}
 		}

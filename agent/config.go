@@ -1,5 +1,9 @@
-// Package agent is amserver's server and worker runtime: Raft setup, gossip
-// wiring, leadership, leader duties, and the worker loop.
+// Package agent wires a server and runs it: configuration in, the parts
+// built (Raft store, FSM, gossip, HTTP API, leader duties, elastic
+// provisioning, metrics) and started, and a graceful or abrupt stop. It also
+// starts the embedded dev cluster. It decides nothing itself: consensus is
+// raftstore's, the control loops are leader's, the worker runtime is
+// worker's.
 package agent
 
 import (
@@ -11,8 +15,11 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/amserver/amserver/elastic"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/internal/certs"
+	"github.com/amserver/amserver/raftstore"
+	"github.com/amserver/amserver/scheduler"
 )
 
 // Default ports (DESIGN §1).
@@ -22,15 +29,14 @@ const (
 	DefaultGossipPort = 7072
 )
 
-// Config configures one server.
+// Config is an operator's configuration of one server.
 type Config struct {
 	NodeID  string
-	DataDir string // empty: in-memory raft stores (tests, dev without --data-dir)
+	DataDir string // empty: in-memory raft stores (dev without --data-dir)
 
-	HTTPAddr       string       // listen address of the HTTP API
-	HTTPListener   net.Listener // optional: an already-open listener (tests)
-	HTTPAdvertise  string       // address other servers and workers use; defaults to HTTPAddr
-	RaftAddr       string       // listen address of the Raft transport
+	HTTPAddr       string // listen address of the HTTP API
+	HTTPAdvertise  string // address other servers and workers use; defaults to HTTPAddr
+	RaftAddr       string // listen address of the Raft transport
 	RaftAdvertise  string
 	GossipBindAddr string
 	GossipBindPort int
@@ -38,7 +44,8 @@ type Config struct {
 	Join           []string
 
 	// BootstrapExpect, when > 0, bootstraps Raft once gossip shows that many
-	// servers. Bootstrap forces a single-server bootstrap (dev mode).
+	// servers. Bootstrap forces a single-server bootstrap (dev mode), or
+	// one with Deps.Peers.
 	BootstrapExpect int
 	Bootstrap       bool
 
@@ -59,7 +66,7 @@ type Config struct {
 	SnapshotThreshold uint64
 	TrailingLogs      uint64
 
-	// Elastic tunes elastic pools' provisioning (elastic.go).
+	// Elastic tunes elastic pools' provisioning.
 	Elastic ElasticConfig
 
 	Gossip gossip.Config
@@ -70,23 +77,56 @@ type Config struct {
 	TLS    certs.Files
 	Logger *slog.Logger
 	Clock  Clock
+}
 
-	// Transport replaces the TCP transport (tests use raft's in-memory one).
-	Transport raft.Transport
-	// HTTPClient, when set, carries this server's calls to other servers'
-	// APIs (forwarding to the leader) instead of a TCP client built from
-	// TLS; the in-process simulation routes them over an in-memory network.
+// ElasticConfig tunes elastic pools (DESIGN §2.2): planning on the leader
+// and the calls to provisioners.
+type ElasticConfig struct {
+	// MaxProvisionedNodes caps provisioned nodes across every elastic pool,
+	// spawning ones included; 0 means no cap.
+	MaxProvisionedNodes int
+	// AllowExec lets this server run pools' command provisioners. Off by
+	// default: a write token can set any pool's command.
+	AllowExec bool
+	// CallTimeout bounds one provisioner call (default 2 m).
+	CallTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between failed calls.
+	RetryMin, RetryMax time.Duration
+	// Interval is how often the leader looks at elastic pools without a
+	// state change (default 1 s).
+	Interval time.Duration
+	// DeleteGrace is how long after a successful delete call the leader
+	// waits for the node to leave gossip (default 30 s).
+	DeleteGrace time.Duration
+}
+
+func (e ElasticConfig) calls() elastic.Config {
+	return elastic.Config{AllowExec: e.AllowExec, CallTimeout: e.CallTimeout, RetryMin: e.RetryMin, RetryMax: e.RetryMax}
+}
+
+// Deps are what an embedder (tests, the simulation, benchmarks) plugs in
+// instead of what the server would build from Config.
+type Deps struct {
+	// Engine is the placement engine; nil makes a default one. Every server
+	// must validate expressions the same way, so the FSM always uses it.
+	Engine *scheduler.Engine
+	// HTTPListener is an already-open listener for the API.
+	HTTPListener net.Listener
+	// HTTPClient carries this server's calls to other servers' APIs
+	// (forwarding to the leader) instead of a TCP client built from TLS.
 	HTTPClient *http.Client
+	// Transport replaces the TCP transport (raft's in-memory one).
+	Transport raft.Transport
 	// MemStores, when DataDir is empty, are in-memory Raft stores that
 	// outlive the server, so an in-process crash can restart from them.
-	MemStores *MemStores
+	MemStores *raftstore.MemStores
 	// NoGossip runs without gossip: tests that only exercise Raft.
 	NoGossip bool
-	// PeerHTTP maps server ids to HTTP addresses where gossip cannot (NoGossip).
+	// Peers bootstraps Raft with exactly these servers (id → Raft address)
+	// instead of waiting for gossip, and PeerHTTP names their HTTP
+	// addresses where gossip cannot.
+	Peers    map[string]string
 	PeerHTTP map[string]string
-	// Peers bootstraps Raft with exactly these servers (id → raft address)
-	// instead of waiting for gossip; used by in-process tests.
-	Peers map[string]string
 }
 
 func (c *Config) setDefaults() error {
@@ -117,13 +157,6 @@ func (c *Config) setDefaults() error {
 	if c.RaftAdvertise == "" {
 		c.RaftAdvertise = c.RaftAddr
 	}
-	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = 8192
-	}
-	if c.TrailingLogs == 0 {
-		c.TrailingLogs = 10240
-	}
-	c.Elastic.setDefaults()
 	return nil
 }
 
@@ -137,17 +170,6 @@ func (c *Config) loadTLS() (*certs.TLS, error) {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return tc, nil
-}
-
-// MemStores are Raft's log, stable and snapshot stores kept in memory.
-type MemStores struct {
-	Logs      *raft.InmemStore
-	Snapshots *raft.InmemSnapshotStore
-}
-
-// NewMemStores returns empty in-memory stores.
-func NewMemStores() *MemStores {
-	return &MemStores{Logs: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore()}
 }
 
 // Clock is where the leader reads time; tests inject offsets through it.

@@ -128,7 +128,7 @@ func (d *DevCluster) waitLeader(ctx context.Context) error {
 	defer cancel()
 	for {
 		for _, s := range d.Servers {
-			if s.store.IsLeader() && s.store.ready.Load() {
+			if s.store.IsLeader() && s.store.Ready() {
 				return nil
 			}
 		}

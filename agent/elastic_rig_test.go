@@ -183,7 +183,7 @@ func (r *elasticRig) leader(skip ...*Server) *Server {
 	var out *Server
 	eventually(r.t, 30*time.Second, "a ready leader", func() bool {
 		for _, s := range r.d.Servers {
-			if !contains(skip, s) && s.store.IsLeader() && s.store.ready.Load() {
+			if !contains(skip, s) && s.store.IsLeader() && s.store.Ready() {
 				out = s
 				return true
 			}

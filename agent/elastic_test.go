@@ -164,7 +164,13 @@ func testPrunesUnregistered(t *testing.T, bin string) {
 		node = r.placedOn(c, "b1")
 		return node != ""
 	})
-	created := r.created()
+	// The replacement's worker can register, and b1 land on it, before the
+	// provisioner script gets to log the create: wait for the log.
+	var created []string
+	eventually(t, 10*time.Second, "the provisioner logging the lost node and its replacement", func() bool {
+		created = r.created()
+		return len(created) >= 2
+	})
 	if len(created) != 2 {
 		t.Fatalf("provisioned %v, want the lost node and its replacement", created)
 	}

@@ -57,7 +57,7 @@ func (s *Server) watchKeyring(ctx context.Context) {
 // replicated keyring, if it leads. It reports whether nothing is left to do
 // here (another server may still seed).
 func (s *Server) seedKeyring(ctx context.Context) bool {
-	if !s.store.IsLeader() || !s.store.ready.Load() {
+	if !s.store.IsLeader() || !s.store.Ready() {
 		return false // a follower waits: the leader seeds, or it may lead later
 	}
 	actx, cancel := context.WithTimeout(ctx, 10*time.Second)

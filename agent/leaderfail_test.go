@@ -16,7 +16,7 @@ func devLeader(t *testing.T, d *DevCluster, skip *Server) *Server {
 	var leader *Server
 	eventually(t, 30*time.Second, "a ready leader", func() bool {
 		for _, s := range d.Servers {
-			if s != skip && s.store.IsLeader() && s.store.ready.Load() {
+			if s != skip && s.store.IsLeader() && s.store.Ready() {
 				leader = s
 				return true
 			}

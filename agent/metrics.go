@@ -2,7 +2,6 @@ package agent
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -122,37 +121,5 @@ func (m *metrics) count(typ string) {
 		m.promotions.Inc()
 	case "evicted":
 		m.evictions.Inc()
-	}
-}
-
-// pendingSince remembers when this leader first saw each pending bundle, for
-// the placement latency. Leader-local and rebuilt every term: it measures,
-// it decides nothing.
-type pendingSince map[string]time.Time
-
-// see starts the clock of every pending bundle in the queue not yet seen.
-func (w pendingSince) see(queue []*fsm.Bundle, now time.Time) {
-	for _, b := range queue {
-		if b.State != fsm.StatePending {
-			continue
-		}
-		if _, ok := w[b.ID()]; !ok {
-			w[b.ID()] = now
-		}
-	}
-}
-
-// settle observes the bundles that left pending by being placed and forgets
-// every bundle that left pending at all (placed, unplaceable, deleted).
-func (w pendingSince) settle(st *fsm.State, h prometheus.Observer, now time.Time) {
-	for id, since := range w {
-		b := st.Bundle(id)
-		if b != nil && b.State == fsm.StatePending {
-			continue
-		}
-		if b != nil && (b.State == fsm.StatePlaced || b.State == fsm.StateDegraded) {
-			h.Observe(now.Sub(since).Seconds())
-		}
-		delete(w, id)
 	}
 }

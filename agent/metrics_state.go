@@ -57,7 +57,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		leader = 1
 	}
 	ch <- prometheus.MustNewConstMetric(c.leader, prometheus.GaugeValue, leader)
-	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(c.s.raft.AppliedIndex()))
+	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.GaugeValue, float64(c.s.store.AppliedIndex()))
 
 	st := c.s.store.State()
 	byCode := map[string]int{}

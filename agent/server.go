@@ -11,10 +11,13 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/amserver/amserver/elastic"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/internal/certs"
+	"github.com/amserver/amserver/leader"
+	"github.com/amserver/amserver/raftstore"
 	"github.com/amserver/amserver/scheduler"
 	"github.com/amserver/amserver/ui"
 )
@@ -23,42 +26,25 @@ import (
 // API endpoint; while leader it also runs the leader duties.
 type Server struct {
 	cfg    Config
+	deps   Deps
 	logger *slog.Logger
 
-	fsm       *fsm.FSM
-	raft      *raft.Raft
-	store     *Store
-	stores    *raftStores
-	transport raft.Transport
-	gossip    *gossip.Gossip
-	api       *httpapi.Server
-	httpLn    net.Listener
-	tls       *certs.TLS      // nil: no TLS
-	raftTLS   *tlsStreamLayer // nil: plain TCP or a test transport
-
-	probeMu     sync.Mutex
-	probeFailed map[string]time.Time // raft address → last failed certificate probe
-
-	notifyCh    chan bool
-	reconcileCh chan struct{}
-	duties      []Duty
-	engine      *scheduler.Engine
-	metrics     *metrics
+	fsm     *fsm.FSM
+	store   *raftstore.Store
+	gossip  *gossip.Gossip // nil with Deps.NoGossip
+	api     *httpapi.Server
+	httpLn  net.Listener
+	tls     *certs.TLS // nil: no TLS
+	engine  *scheduler.Engine
+	leader  *leader.Leader
+	wake    chan struct{} // gossip changed: the leader reconciles now
+	metrics *metrics
 
 	mu           sync.Mutex
 	bootstrapped bool
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 	stopped      bool
-}
-
-// Deps are the server's pluggable collaborators.
-type Deps struct {
-	// Engine is the placement engine; nil makes a default one. Every server
-	// must validate expressions the same way, so the FSM always uses it.
-	Engine *scheduler.Engine
-	// Duties replace the default leader duties (tests); nil means all of them.
-	Duties []Duty
 }
 
 // NewServer opens the stores and creates Raft, gossip and the HTTP API, but
@@ -70,55 +56,88 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	if deps.Engine == nil {
 		deps.Engine = scheduler.NewEngine(scheduler.Options{})
 	}
-	exprs := deps.Engine.ExprChecker()
 	s := &Server{
-		cfg: cfg, logger: cfg.Logger.With("server", cfg.NodeID),
-		fsm:         fsm.New(fsm.Config{Logger: cfg.Logger, Exprs: exprs}),
-		notifyCh:    make(chan bool, 32),
-		reconcileCh: make(chan struct{}, 1),
-		engine:      deps.Engine,
-	}
-	s.duties = deps.Duties
-	if s.duties == nil {
-		s.duties = s.defaultDuties()
+		cfg: cfg, deps: deps, logger: cfg.Logger.With("server", cfg.NodeID),
+		fsm:    fsm.New(fsm.Config{Logger: cfg.Logger, Exprs: deps.Engine.ExprChecker()}),
+		engine: deps.Engine, wake: make(chan struct{}, 1),
 	}
 	m, err := newMetrics(s)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	s.metrics = m
-	tc, err := cfg.loadTLS()
-	if err != nil {
+	if s.tls, err = cfg.loadTLS(); err != nil {
 		return nil, err
 	}
-	s.tls = tc
 	if err := s.listenHTTP(); err != nil {
 		return nil, err
 	}
-	if err := s.setupRaft(); err != nil {
+	if err := s.open(); err != nil {
 		_ = s.httpLn.Close()
 		return nil, err
 	}
-	if !cfg.NoGossip {
-		if err := s.setupGossip(); err != nil {
-			s.closeRaft()
-			_ = s.httpLn.Close()
-			return nil, err
-		}
-	}
-	s.store.onCommit = m.committed
+	s.leader = leader.New(s.leaderConfig())
 	s.api = httpapi.New(httpapi.Config{
-		Backend: &backend{Store: s.store, srv: s}, Exprs: exprs, Logger: cfg.Logger,
+		Backend: &backend{Store: s.store, srv: s}, Exprs: deps.Engine.ExprChecker(), Logger: cfg.Logger,
 		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
-		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(), ForwardClient: cfg.HTTPClient,
+		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(), ForwardClient: deps.HTTPClient,
 	})
 	return s, nil
+}
+
+// open starts Raft over the FSM, then gossip.
+func (s *Server) open() error {
+	store, err := raftstore.Open(raftstore.Config{
+		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, RaftAddr: s.cfg.RaftAddr, RaftAdvertise: s.cfg.RaftAdvertise,
+		TimeoutScale: s.cfg.TimeoutScale, SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs,
+		TLS: s.tls, Transport: s.deps.Transport, MemStores: s.deps.MemStores,
+		HTTPAddrOf: s.httpAddrOf, OnCommit: s.metrics.committed, Logger: s.cfg.Logger,
+	}, s.fsm)
+	if err != nil {
+		return err
+	}
+	s.store = store
+	s.bootstrapped = store.HadState()
+	if s.deps.NoGossip {
+		return nil
+	}
+	if err := s.setupGossip(); err != nil {
+		_ = store.Shutdown()
+		store.Close()
+		return err
+	}
+	return nil
+}
+
+// leaderConfig is what the leader duties get of this server.
+func (s *Server) leaderConfig() leader.Config {
+	lc := leader.Config{
+		NodeID: s.cfg.NodeID, Store: s.store, Clock: s.cfg.Clock, Wake: s.wake, Engine: s.engine,
+		Logger: s.logger, DeleteTimeout: s.cfg.DeleteTimeout, DeadServerCleanup: s.cfg.DeadServerCleanup,
+		QuorumSize: s.cfg.QuorumSize, ConfigTokens: s.cfg.ACL.fsmTokens(),
+		Metrics: leader.Metrics{
+			PlacementBatch: s.metrics.placementBatch, PlacementLatency: s.metrics.placementLatency,
+			Failovers: s.metrics.failovers,
+		},
+		Elastic: leader.ElasticConfig{
+			MaxProvisionedNodes: s.cfg.Elastic.MaxProvisionedNodes, AllowExec: s.cfg.Elastic.AllowExec,
+			Interval: s.cfg.Elastic.Interval, DeleteGrace: s.cfg.Elastic.DeleteGrace,
+			Addresses: s.serverAddresses,
+			Provisioning: func(ctx context.Context) leader.Provisioning {
+				return elastic.NewCalls(ctx, s.logger.With("duty", "elastic"), s.cfg.Elastic.calls())
+			},
+		},
+	}
+	if s.gossip != nil { // a nil *Gossip in the interface would not read as absent
+		lc.Membership, lc.Voters = s.gossip, s.store
+	}
+	return lc
 }
 
 // listenHTTP opens the API listener early so that an advertised address
 // with port 0 (dev, tests) is known before gossip publishes it.
 func (s *Server) listenHTTP() error {
-	ln := s.cfg.HTTPListener
+	ln := s.deps.HTTPListener
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
@@ -129,34 +148,6 @@ func (s *Server) listenHTTP() error {
 		s.cfg.HTTPAdvertise = ln.Addr().String()
 	}
 	s.httpLn, s.cfg.HTTPAdvertise = s.secureHTTP(ln, s.cfg.HTTPAdvertise)
-	return nil
-}
-
-func (s *Server) setupRaft() error {
-	stores, err := openStores(&s.cfg)
-	if err != nil {
-		return err
-	}
-	s.stores = stores
-	transport, raftTLS, err := newTransport(&s.cfg, s.tls)
-	if err != nil {
-		_ = stores.close()
-		return err
-	}
-	s.transport, s.raftTLS = transport, raftTLS
-	hasState, err := raft.HasExistingState(stores.logs, stores.stable, stores.snaps)
-	if err != nil {
-		_ = stores.close()
-		return fmt.Errorf("inspect raft state: %w", err)
-	}
-	s.bootstrapped = hasState
-	r, err := raft.NewRaft(raftConfig(&s.cfg, s.notifyCh), s.fsm, stores.logs, stores.stable, stores.snaps, transport)
-	if err != nil {
-		_ = stores.close()
-		return fmt.Errorf("start raft: %w", err)
-	}
-	s.raft = r
-	s.store = newStore(r, s.fsm, s.cfg.Clock, s.httpAddrOf)
 	return nil
 }
 
@@ -185,21 +176,25 @@ func (s *Server) httpAddrOf(id string) string {
 			return m.Meta.HTTPAddr
 		}
 	}
-	return s.withScheme(s.cfg.PeerHTTP[id])
+	return s.withScheme(s.deps.PeerHTTP[id])
 }
 
 // Start serves HTTP, joins gossip and runs the background loops until
 // Shutdown (or ctx ends).
 func (s *Server) Start(ctx context.Context) error {
-	ln := s.httpLn
 	if s.cfg.Bootstrap {
-		s.bootstrapSingle()
+		s.bootstrapStatic()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
-	s.goRun(func() { s.monitorLeadership(ctx) })
 	s.goRun(func() {
-		if err := s.api.Serve(ctx, ln); err != nil {
+		s.store.RunLeadership(ctx, raftstore.Term{
+			Prepare: s.leader.Prepare,
+			Run:     func(ctx context.Context) { leader.Run(ctx, s.leader.Duties()) },
+		})
+	})
+	s.goRun(func() {
+		if err := s.api.Serve(ctx, s.httpLn); err != nil {
 			s.logger.Error("http server stopped", "err", err)
 		}
 	})
@@ -244,7 +239,7 @@ func (s *Server) watchGossip(ctx context.Context) {
 			}
 			s.maybeBootstrap()
 			select {
-			case s.reconcileCh <- struct{}{}:
+			case s.wake <- struct{}{}:
 			default:
 			}
 		}
@@ -255,13 +250,13 @@ func (s *Server) watchGossip(ctx context.Context) {
 func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
 
 // Raft exposes the Raft instance for operators' tooling and tests.
-func (s *Server) Raft() *raft.Raft { return s.raft }
+func (s *Server) Raft() *raft.Raft { return s.store.Raft() }
 
 // FSM exposes the state machine for tests and the dev cluster.
 func (s *Server) FSM() *fsm.FSM { return s.fsm }
 
-// Store exposes the Raft store wrapper.
-func (s *Server) Store() *Store { return s.store }
+// Store exposes the Raft store.
+func (s *Server) Store() *raftstore.Store { return s.store }
 
 // Gossip exposes the gossip member (nil without gossip).
 func (s *Server) Gossip() *gossip.Gossip { return s.gossip }
@@ -272,8 +267,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.markStopped() {
 		return nil
 	}
-	if s.store.IsLeader() && s.voters() > 1 {
-		if err := s.raft.LeadershipTransfer().Error(); err != nil {
+	if s.store.IsLeader() && s.store.VoterCount() > 1 {
+		if err := s.store.TransferLeadership(ctx, ""); err != nil {
 			s.logger.Warn("leadership transfer before shutdown failed", "err", err)
 		}
 	}
@@ -304,7 +299,7 @@ func (s *Server) markStopped() bool {
 }
 
 func (s *Server) stop(ctx context.Context) error {
-	s.store.stop()
+	s.store.Stop()
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -312,7 +307,7 @@ func (s *Server) stop(ctx context.Context) error {
 	if s.gossip != nil {
 		errs = append(errs, s.gossip.Shutdown())
 	}
-	errs = append(errs, s.raft.Shutdown().Error())
+	errs = append(errs, s.store.Shutdown())
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -320,29 +315,6 @@ func (s *Server) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("waiting for background loops: %w", ctx.Err()))
 	}
-	s.closeRaft()
+	s.store.Close()
 	return errors.Join(errs...)
-}
-
-func (s *Server) closeRaft() {
-	if c, ok := s.transport.(interface{ Close() error }); ok {
-		_ = c.Close()
-	}
-	if s.stores != nil {
-		_ = s.stores.close()
-	}
-}
-
-func (s *Server) voters() int {
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
-		return 0
-	}
-	n := 0
-	for _, srv := range f.Configuration().Servers {
-		if srv.Suffrage == raft.Voter {
-			n++
-		}
-	}
-	return n
 }

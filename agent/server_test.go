@@ -167,7 +167,7 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := leader.raft.Snapshot().Error(); err != nil {
+	if err := leader.Raft().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
 	c.heal(lagging)
@@ -181,7 +181,7 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 	if leader.fsm.State().Index() != lagging.fsm.State().Index() {
 		t.Fatalf("indexes differ after catch-up: leader %d follower %d", leader.fsm.State().Index(), lagging.fsm.State().Index())
 	}
-	if got := lagging.raft.Stats()["last_snapshot_index"]; got == "0" {
+	if got := lagging.Raft().Stats()["last_snapshot_index"]; got == "0" {
 		t.Fatal("the follower caught up without installing a snapshot")
 	}
 }

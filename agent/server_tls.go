@@ -2,10 +2,11 @@ package agent
 
 import (
 	"crypto/tls"
-	"errors"
 	"net"
+	"slices"
 	"strings"
-	"time"
+
+	"github.com/amserver/amserver/gossip"
 )
 
 // secureHTTP wraps the API listener in TLS when TLS is configured, and
@@ -51,46 +52,33 @@ func (s *Server) HTTPURL() string {
 	return scheme + s.HTTPAddr()
 }
 
-// probePeer checks a would-be voter's Raft certificate (mutual TLS only).
-func (s *Server) probePeer(addr string) error {
-	if s.raftTLS == nil {
-		return nil
-	}
-	return s.raftTLS.probe(addr)
-}
-
-// probeRetry is how long the leader waits before probing an address that
-// failed again: the reconciler runs every second and also writes node
-// status, which a probe of a silent address (up to the handshake timeout)
-// must not hold up each time.
-const probeRetry = 10 * time.Second
-
-// probeVoter is probePeer for the reconciler: a failure is remembered per
-// address for probeRetry, during which the address is refused at once
-// (errProbeBackoff) and nothing is logged again.
-func (s *Server) probeVoter(addr string) error {
-	if s.raftTLS == nil {
-		return nil
-	}
-	s.probeMu.Lock()
-	failed, ok := s.probeFailed[addr]
-	s.probeMu.Unlock()
-	if ok && time.Since(failed) < probeRetry {
-		return errProbeBackoff
-	}
-	err := s.probePeer(addr)
-	s.probeMu.Lock()
-	defer s.probeMu.Unlock()
-	if err != nil {
-		if s.probeFailed == nil {
-			s.probeFailed = map[string]time.Time{}
+// serverAddresses are the servers' gossip addresses (for a new worker's
+// --join) and HTTP addresses (for its --servers), which the elastic duty
+// hands to provisioners.
+func (s *Server) serverAddresses() (join, servers []string) {
+	if s.gossip == nil {
+		servers = append(servers, s.cfg.HTTPAdvertise)
+		for id, addr := range s.deps.PeerHTTP {
+			if id != s.cfg.NodeID {
+				servers = append(servers, addr)
+			}
 		}
-		s.probeFailed[addr] = time.Now()
-		return err
+		slices.Sort(servers)
+		return nil, servers
 	}
-	delete(s.probeFailed, addr)
-	return nil
+	for _, m := range s.gossip.Members() {
+		if m.Meta.Role == gossip.RoleServer && m.Status == gossip.StatusAlive {
+			join = append(join, m.Address())
+			if m.Meta.HTTPAddr != "" {
+				servers = append(servers, m.Meta.HTTPAddr)
+			}
+		}
+	}
+	if len(join) == 0 {
+		join = []string{s.gossip.LocalAddr()}
+		servers = []string{s.cfg.HTTPAdvertise}
+	}
+	slices.Sort(join)
+	slices.Sort(servers)
+	return join, servers
 }
-
-// errProbeBackoff: the address failed its certificate probe recently.
-var errProbeBackoff = errors.New("raft certificate probe failed recently")

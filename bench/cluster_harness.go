@@ -15,7 +15,7 @@ import (
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
-	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // clusterTimeoutScale doubles Raft's LAN timeouts, as the agent's own
@@ -79,7 +79,7 @@ func (c *benchCluster) waitLeader(ctx context.Context, within time.Duration) (*a
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := s.Store().ReadBarrier(rctx, httpapi.ReadDefault)
+			err := s.Store().ReadBarrier(rctx, raftstore.ReadDefault)
 			cancel()
 			if err == nil {
 				return s, nil

@@ -11,13 +11,13 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/raftstore"
 )
 
 func rawRaftWriteSystem() writeSystem {
 	return writeSystem{
 		name: "raw-raft", verb: "applies/s",
-		note: "hashicorp/raft with amserver's own settings and stores (agent.RaftConfig/OpenRaftStores: BatchApplyCh, " +
+		note: "hashicorp/raft with amserver's own settings and stores (raftstore.RaftConfig/OpenStores: BatchApplyCh, " +
 			"MaxAppendEntries 256, LogCache 1024 over bolt, fsync on), TCP loopback, no-op FSM, Apply on the leader",
 		start: func(ctx context.Context, o Options, dir string, _ int) (writeTarget, error) {
 			return startRawRaft(ctx, o, dir)
@@ -37,14 +37,14 @@ func startRawRaft(ctx context.Context, o Options, dir string) (*rawRaft, error) 
 	logger := slog.New(writeLevelHandler{Handler: o.Logger.Handler(), min: slog.LevelWarn})
 	r := &rawRaft{}
 	var servers []raft.Server
-	var cfgs []agent.Config
+	var cfgs []raftstore.Config
 	var transports []raft.Transport
 	for i := range 3 {
-		cfg := agent.Config{
+		cfg := raftstore.Config{
 			NodeID: fmt.Sprintf("r%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i+1)),
 			RaftAddr: "127.0.0.1:0", Logger: logger,
 		}
-		t, err := agent.NewRaftTransport(cfg)
+		t, err := raftstore.NewTransport(cfg)
 		if err != nil {
 			return nil, errors.Join(err, r.close())
 		}
@@ -74,12 +74,9 @@ func transportCloser(t raft.Transport) func() error {
 
 // startNode opens a node's stores as an amserver server opens them and
 // bootstraps it with the full configuration (identical on every node).
-func (r *rawRaft) startNode(cfg agent.Config, t raft.Transport, conf raft.Configuration) error {
-	rc, err := agent.RaftConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("raft config: %w", err)
-	}
-	st, err := agent.OpenRaftStores(cfg)
+func (r *rawRaft) startNode(cfg raftstore.Config, t raft.Transport, conf raft.Configuration) error {
+	rc := raftstore.RaftConfig(cfg, nil)
+	st, err := raftstore.OpenStores(cfg)
 	if err != nil {
 		return fmt.Errorf("raft stores: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // apply commits one command through the backend and folds the two error
@@ -15,18 +16,18 @@ func (s *Server) apply(ctx context.Context, t fsm.MessageType, body any) (*fsm.R
 	res, err := s.b.Apply(ctx, t, body)
 	switch {
 	case err == nil && res == nil:
-		return nil, fmt.Errorf("%w: %s: backend returned no result", ErrOutcomeUnknown, t)
+		return nil, fmt.Errorf("%w: %s: backend returned no result", raftstore.ErrOutcomeUnknown, t)
 	case err == nil:
 		return res, res.Err
-	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNoLeader):
+	case errors.Is(err, raftstore.ErrNotLeader), errors.Is(err, raftstore.ErrNoLeader):
 		return nil, err // definitely not queued: safe to forward or retry
-	case errors.Is(err, ErrOutcomeUnknown):
+	case errors.Is(err, raftstore.ErrOutcomeUnknown):
 		return nil, err
 	}
 	// Anything else (a deadline, a lost connection) leaves the command's
 	// fate open; reporting a definite failure could make a client retry a
 	// write that committed, so it is reported as unknown.
-	return nil, fmt.Errorf("%w: %s: %w", ErrOutcomeUnknown, t, err)
+	return nil, fmt.Errorf("%w: %s: %w", raftstore.ErrOutcomeUnknown, t, err)
 }
 
 // now is the leader's clock as stamped into commands.

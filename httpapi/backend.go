@@ -12,62 +12,13 @@ import (
 
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
-// Sentinel errors a Backend returns (wrapped) so the API can answer with the
-// right status. They mirror hashicorp/raft's distinction between a command
-// that was definitely not queued and one whose fate is unknown.
-var (
-	// ErrNotLeader: this server is not the leader; nothing was applied. The
-	// API forwards the request to the leader once more.
-	ErrNotLeader = errors.New("not the leader")
-	// ErrNoLeader: no leader is known; nothing was applied (503 noLeader).
-	ErrNoLeader = errors.New("no leader")
-	// ErrOutcomeUnknown: the command may or may not commit (leadership lost
-	// after it was queued, a timeout). 503 outcomeUnknown, never a failure.
-	ErrOutcomeUnknown = errors.New("outcome unknown")
-	// ErrNotImplemented: the feature is not wired in this server (501).
-	ErrNotImplemented = errors.New("not implemented")
-)
-
-// ReadMode is the consistency a read asks for (DESIGN §5).
-type ReadMode int
-
-const (
-	// ReadDefault: verify leadership and wait until the FSM has applied
-	// everything committed before the read arrived (a barrier in this term).
-	ReadDefault ReadMode = iota
-	// ReadConsistent: run a fresh Raft barrier, then verify leadership.
-	ReadConsistent
-)
-
-// LeaderInfo names the known leader.
-type LeaderInfo struct {
-	ID       string
-	RaftAddr string
-	// HTTPAddr is the leader's API address: "host:port" or a URL.
-	HTTPAddr string
-}
-
-// Peer is one server of the Raft configuration.
-type Peer struct {
-	ID       string
-	Address  string
-	Suffrage string // "voter", "nonvoter", "staging"
-	Leader   bool
-}
-
-// RaftInfo is this server's view of Raft.
-type RaftInfo struct {
-	State             string // "leader", "follower", "candidate", "shutdown"
-	Term              uint64
-	LastIndex         uint64
-	CommitIndex       uint64
-	AppliedIndex      uint64
-	LastSnapshotIndex uint64
-	ConfigIndex       uint64
-	Servers           []Peer
-}
+// ErrNotImplemented: the feature is not wired in this server (501). The
+// consensus errors a Backend returns (wrapped) are raftstore's:
+// ErrNotLeader (forward once more), ErrNoLeader and ErrOutcomeUnknown (503).
+var ErrNotImplemented = errors.New("not implemented")
 
 // Store is the local replicated state.
 type Store interface {
@@ -86,10 +37,10 @@ type Consensus interface {
 	Apply(ctx context.Context, t fsm.MessageType, body any) (*fsm.Result, error)
 	IsLeader() bool
 	// Leader returns the known leader; false when none is known.
-	Leader() (LeaderInfo, bool)
+	Leader() (raftstore.LeaderInfo, bool)
 	// ReadBarrier prepares a linearizable read on the leader; ErrNotLeader
 	// when this server is not (or no longer) the leader.
-	ReadBarrier(ctx context.Context, mode ReadMode) error
+	ReadBarrier(ctx context.Context, mode raftstore.ReadMode) error
 	// LastContact is the time since this server last heard from the leader
 	// (0 on the leader).
 	LastContact() time.Duration
@@ -99,7 +50,7 @@ type Consensus interface {
 
 // Operator holds the operator endpoints' needs.
 type Operator interface {
-	RaftInfo(ctx context.Context) (RaftInfo, error)
+	RaftInfo(ctx context.Context) (raftstore.Info, error)
 	// TransferLeadership hands leadership to server id ("" lets Raft pick).
 	TransferLeadership(ctx context.Context, id string) error
 	// RemovePeer removes server id from the Raft configuration; an unknown

@@ -17,6 +17,7 @@ import (
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/ledger"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // testBackend is a Backend around a real FSM that applies commands with
@@ -29,7 +30,7 @@ type testBackend struct {
 	index       uint64
 	applies     int // commands that reached Apply (accepted or rejected by the FSM)
 	leader      bool
-	leaderInfo  LeaderInfo
+	leaderInfo  raftstore.LeaderInfo
 	hasLeader   bool
 	applyErr    error
 	barrierErr  error
@@ -53,11 +54,11 @@ func (b *testBackend) setLeader(httpAddr string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.leader, b.hasLeader = true, true
-	b.leaderInfo = LeaderInfo{ID: b.id, RaftAddr: b.id + ":7071", HTTPAddr: httpAddr}
+	b.leaderInfo = raftstore.LeaderInfo{ID: b.id, RaftAddr: b.id + ":7071", HTTPAddr: httpAddr}
 	b.lastContact = 0
 }
 
-func (b *testBackend) setFollower(leader LeaderInfo, lastContact time.Duration) {
+func (b *testBackend) setFollower(leader raftstore.LeaderInfo, lastContact time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.leader, b.hasLeader, b.leaderInfo, b.lastContact = false, true, leader, lastContact
@@ -66,7 +67,7 @@ func (b *testBackend) setFollower(leader LeaderInfo, lastContact time.Duration) 
 func (b *testBackend) setNoLeader() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.leader, b.hasLeader, b.leaderInfo = false, false, LeaderInfo{}
+	b.leader, b.hasLeader, b.leaderInfo = false, false, raftstore.LeaderInfo{}
 }
 
 func (b *testBackend) set(fn func(b *testBackend)) {
@@ -87,7 +88,7 @@ func (b *testBackend) Apply(ctx context.Context, t fsm.MessageType, body any) (*
 		return nil, b.applyErr
 	}
 	if !b.leader {
-		return nil, ErrNotLeader
+		return nil, raftstore.ErrNotLeader
 	}
 	return b.applyLocked(t, body)
 }
@@ -127,20 +128,20 @@ func (b *testBackend) IsLeader() bool {
 	return b.leader
 }
 
-func (b *testBackend) Leader() (LeaderInfo, bool) {
+func (b *testBackend) Leader() (raftstore.LeaderInfo, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.leaderInfo, b.hasLeader
 }
 
-func (b *testBackend) ReadBarrier(ctx context.Context, mode ReadMode) error {
+func (b *testBackend) ReadBarrier(ctx context.Context, mode raftstore.ReadMode) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.barrierErr != nil {
 		return b.barrierErr
 	}
 	if !b.leader {
-		return ErrNotLeader
+		return raftstore.ErrNotLeader
 	}
 	return nil
 }
@@ -151,16 +152,16 @@ func (b *testBackend) LastContact() time.Duration {
 	return b.lastContact
 }
 
-func (b *testBackend) RaftInfo(ctx context.Context) (RaftInfo, error) {
+func (b *testBackend) RaftInfo(ctx context.Context) (raftstore.Info, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	state := "follower"
 	if b.leader {
 		state = "leader"
 	}
-	return RaftInfo{
+	return raftstore.Info{
 		State: state, Term: 3, LastIndex: b.index, CommitIndex: b.index, AppliedIndex: b.index,
-		Servers: []Peer{
+		Servers: []raftstore.Peer{
 			{ID: b.id, Address: b.id + ":7071", Suffrage: "voter", Leader: b.leader},
 			{ID: "other", Address: "other:7071", Suffrage: "voter", Leader: !b.leader && b.hasLeader},
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/internal/plant"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // consistency is what a read asks for (DESIGN §5).
@@ -55,12 +56,12 @@ func (s *Server) readMW(next echo.HandlerFunc) echo.HandlerFunc {
 		if !s.b.IsLeader() {
 			return s.forward(c, false)
 		}
-		rm := ReadDefault
+		rm := raftstore.ReadDefault
 		if mode == readConsistent {
-			rm = ReadConsistent
+			rm = raftstore.ReadConsistent
 		}
 		if err := s.b.ReadBarrier(c.Request().Context(), rm); err != nil {
-			if errors.Is(err, ErrNotLeader) {
+			if errors.Is(err, raftstore.ErrNotLeader) {
 				return s.forward(c, false) // deposed since IsLeader: try the new leader
 			}
 			return err
@@ -90,7 +91,7 @@ func (s *Server) writeMW(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.forward(c, true)
 		}
 		err := next(c)
-		if errors.Is(err, ErrNotLeader) && !c.Response().Committed {
+		if errors.Is(err, raftstore.ErrNotLeader) && !c.Response().Committed {
 			return s.forward(c, true)
 		}
 		return err
@@ -106,7 +107,7 @@ func (s *Server) streamWriteMW(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.forward(c, true)
 		}
 		err := next(c)
-		if errors.Is(err, ErrNotLeader) {
+		if errors.Is(err, raftstore.ErrNotLeader) {
 			return noLeader("leadership moved during the request; retry")
 		}
 		return err

@@ -6,6 +6,7 @@ import (
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
 func assignmentToAPI(a *fsm.Assignment) api.Assignment {
@@ -41,11 +42,11 @@ func memberToAPI(m gossip.Member) api.Member {
 	}
 }
 
-func leaderToAPI(l LeaderInfo) api.Leader {
+func leaderToAPI(l raftstore.LeaderInfo) api.Leader {
 	return api.Leader{ID: l.ID, RaftAddr: l.RaftAddr, HTTPAddr: l.HTTPAddr}
 }
 
-func peersToAPI(list []Peer) []api.Peer {
+func peersToAPI(list []raftstore.Peer) []api.Peer {
 	out := make([]api.Peer, len(list))
 	for i, p := range list {
 		out[i] = api.Peer{ID: p.ID, Address: p.Address, Suffrage: p.Suffrage, Leader: p.Leader}
@@ -53,7 +54,7 @@ func peersToAPI(list []Peer) []api.Peer {
 	return out
 }
 
-func raftToAPI(id string, info RaftInfo, leader LeaderInfo, known bool) api.RaftConfiguration {
+func raftToAPI(id string, info raftstore.Info, leader raftstore.LeaderInfo, known bool) api.RaftConfiguration {
 	out := api.RaftConfiguration{
 		Servers: peersToAPI(info.Servers), ServerID: id, State: info.State, Term: info.Term,
 		LastIndex: info.LastIndex, CommitIndex: info.CommitIndex, AppliedIndex: info.AppliedIndex,

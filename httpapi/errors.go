@@ -11,6 +11,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // httpError is an answer decided by the API itself (bad input, a missing
@@ -44,7 +45,7 @@ func validationFailed(f fsm.Findings) error {
 }
 
 func noLeader(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrNoLeader, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", raftstore.ErrNoLeader, fmt.Sprintf(format, args...))
 }
 
 // classify maps any handler error to a status and an error body. Order
@@ -68,9 +69,9 @@ func classify(err error) (int, *api.Error) {
 		return e.Status, e
 	case errors.As(err, &ee):
 		return classifyEcho(ee)
-	case errors.Is(err, ErrOutcomeUnknown):
+	case errors.Is(err, raftstore.ErrOutcomeUnknown):
 		return out(http.StatusServiceUnavailable, api.CodeOutcomeUnknown)
-	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotLeader),
+	case errors.Is(err, raftstore.ErrNoLeader), errors.Is(err, raftstore.ErrNotLeader),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// Outside Apply a timeout is retryable: nothing was changed.
 		return out(http.StatusServiceUnavailable, api.CodeNoLeader)

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // hopHeaders are connection-scoped and must not cross a proxy (RFC 9110 §7.6.1).
@@ -115,7 +116,7 @@ func forwardFailed(ctx context.Context, leader string, write bool, err error) er
 	if !write || (errors.As(err, &op) && op.Op == "dial") {
 		return noLeader("leader %s unreachable: %v", leader, err)
 	}
-	return fmt.Errorf("%w: forwarded to leader %s: %w", ErrOutcomeUnknown, leader, err)
+	return fmt.Errorf("%w: forwarded to leader %s: %w", raftstore.ErrOutcomeUnknown, leader, err)
 }
 
 func leaderURL(addr string, in *url.URL) (string, error) {

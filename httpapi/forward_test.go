@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // cluster is a leader and a follower that points at it.
@@ -19,7 +20,7 @@ func cluster(t *testing.T) (leader, follower *env) {
 	t.Helper()
 	leader = leaderEnv(t)
 	follower = newEnv(t, newTestBackend("s2"))
-	follower.b.setFollower(LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.hs.URL}, 1234*time.Millisecond)
+	follower.b.setFollower(raftstore.LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.hs.URL}, 1234*time.Millisecond)
 	seedCluster(t, leader.b)
 	return leader, follower
 }
@@ -98,8 +99,8 @@ func TestForwardLoopGuard(t *testing.T) {
 	sa, sb := httptest.NewServer(ca), httptest.NewServer(cb)
 	defer sa.Close()
 	defer sb.Close()
-	ba.setFollower(LeaderInfo{ID: "b", HTTPAddr: sb.URL}, 0)
-	bb.setFollower(LeaderInfo{ID: "a", HTTPAddr: sa.URL}, 0)
+	ba.setFollower(raftstore.LeaderInfo{ID: "b", HTTPAddr: sb.URL}, 0)
+	bb.setFollower(raftstore.LeaderInfo{ID: "a", HTTPAddr: sa.URL}, 0)
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		req, _ := http.NewRequest(method, sa.URL+"/v1/bundles", nil)
 		resp, err := http.DefaultClient.Do(req)
@@ -129,15 +130,15 @@ func TestWriteForwardedOnceMoreAfterNotLeader(t *testing.T) {
 	old := newEnv(t, newTestBackend("s0"))
 	seedCluster(t, old.b)
 	old.b.set(func(b *testBackend) {
-		b.applyErr = ErrNotLeader
-		b.leaderInfo = LeaderInfo{ID: "s1", HTTPAddr: newLeader.hs.URL}
+		b.applyErr = raftstore.ErrNotLeader
+		b.leaderInfo = raftstore.LeaderInfo{ID: "s1", HTTPAddr: newLeader.hs.URL}
 	})
 	created, err := old.c.CreateBundle(ctx(t), validSpec("b1"))
 	if err != nil || !created.Created || newLeader.b.State().Bundle("b1") == nil {
 		t.Fatalf("create = %+v, %v", created, err)
 	}
 	// A read barrier that finds leadership gone forwards as well.
-	old.b.set(func(b *testBackend) { b.barrierErr = ErrNotLeader })
+	old.b.set(func(b *testBackend) { b.barrierErr = raftstore.ErrNotLeader })
 	if b, _, err := old.c.Bundle(ctx(t), "b1", nil); err != nil || b.ID != "b1" {
 		t.Fatalf("read after deposition = %+v, %v", b, err)
 	}
@@ -170,7 +171,7 @@ func TestNoLeader(t *testing.T) {
 	}
 	go func() {
 		time.Sleep(300 * time.Millisecond)
-		e.b.setFollower(LeaderInfo{ID: "s1", HTTPAddr: l.hs.URL}, 0)
+		e.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: l.hs.URL}, 0)
 	}()
 	if pools, _, err := c.Pools(ctx(t), nil); err != nil || len(pools) != 1 {
 		t.Fatalf("retried read = %+v, %v", pools, err)
@@ -179,7 +180,7 @@ func TestNoLeader(t *testing.T) {
 
 func TestOutcomeUnknown(t *testing.T) {
 	for _, applyErr := range []error{
-		ErrOutcomeUnknown, context.DeadlineExceeded, errors.New("raft: leadership lost while committing log"),
+		raftstore.ErrOutcomeUnknown, context.DeadlineExceeded, errors.New("raft: leadership lost while committing log"),
 	} {
 		e := leaderEnv(t)
 		seedCluster(t, e.b)
@@ -192,7 +193,7 @@ func TestOutcomeUnknown(t *testing.T) {
 	}
 	// Definite failures stay definite: not queued means noLeader.
 	e := leaderEnv(t)
-	e.b.set(func(b *testBackend) { b.applyErr = ErrNoLeader })
+	e.b.set(func(b *testBackend) { b.applyErr = raftstore.ErrNoLeader })
 	if _, err := e.c.PutPool(ctx(t), api.Pool{Name: "p"}); !api.IsCode(err, api.CodeNoLeader) {
 		t.Fatalf("no leader at apply: %v", err)
 	}
@@ -224,7 +225,7 @@ func TestForwardFailures(t *testing.T) {
 		{closedAddr, "POST", "/v1/bundles", bundle(nil), api.CodeNoLeader},
 	} {
 		f := newEnv(t, newTestBackend("s2"))
-		f.b.setFollower(LeaderInfo{ID: "s1", HTTPAddr: tc.leader}, 0)
+		f.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: tc.leader}, 0)
 		resp, raw := f.do(tc.method, tc.path, []byte(tc.body))
 		if resp.StatusCode != http.StatusServiceUnavailable || errorBody(t, raw).Code != tc.code {
 			t.Fatalf("%s %s via %s = %d %s", tc.method, tc.path, tc.leader, resp.StatusCode, raw)
@@ -239,7 +240,7 @@ func TestForwardToWrongServerRefused(t *testing.T) {
 	impostor := leaderEnv(t) // a leader, but of id s1, not the s9 the follower believes in
 	seedCluster(t, impostor.b)
 	follower := newEnv(t, newTestBackend("s2"))
-	follower.b.setFollower(LeaderInfo{ID: "s9", HTTPAddr: impostor.hs.URL}, 0)
+	follower.b.setFollower(raftstore.LeaderInfo{ID: "s9", HTTPAddr: impostor.hs.URL}, 0)
 	before := stateHash(t, impostor.b.State())
 	resp, raw := follower.do(http.MethodPut, "/v1/pools/px", mustJSON(t, api.Pool{Name: "px"}))
 	if resp.StatusCode != http.StatusServiceUnavailable || errorBody(t, raw).Code != api.CodeNoLeader {
@@ -249,7 +250,7 @@ func TestForwardToWrongServerRefused(t *testing.T) {
 		t.Fatal("the wrong server applied a forwarded write")
 	}
 	// The right target still works.
-	follower.b.setFollower(LeaderInfo{ID: "s1", HTTPAddr: impostor.hs.URL}, 0)
+	follower.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: impostor.hs.URL}, 0)
 	if resp, raw := follower.do(http.MethodPut, "/v1/pools/px", mustJSON(t, api.Pool{Name: "px"})); resp.StatusCode != http.StatusOK {
 		t.Fatalf("forward to the right server: %d %s", resp.StatusCode, raw)
 	}

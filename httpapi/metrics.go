@@ -9,6 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amserver/amserver/raftstore"
 )
 
 // unmatchedRoute labels requests that matched no registered route: the raw
@@ -136,7 +138,7 @@ func (m *requestMetrics) countForward(write bool, err error) {
 		kind = "write"
 	}
 	switch {
-	case errors.Is(err, ErrNoLeader):
+	case errors.Is(err, raftstore.ErrNoLeader):
 		result = "noLeader"
 	case err != nil:
 		result = "error"

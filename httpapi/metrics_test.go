@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // testMetricsHandler serves an empty registry: the route exists, as on a
@@ -138,7 +139,7 @@ func TestMetricsCountForwards(t *testing.T) {
 	}))
 	t.Cleanup(leader.Close)
 	b := newTestBackend("s2")
-	b.setFollower(LeaderInfo{ID: "s1", HTTPAddr: leader.URL}, 0)
+	b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: leader.URL}, 0)
 	e, _ := metricsEnv(t, b)
 	e.do(http.MethodGet, "/v1/pools", nil)
 	e.do(http.MethodPut, "/v1/pools/p", []byte(`{"name":"p"}`))
@@ -159,7 +160,7 @@ func TestMetricsCountForwards(t *testing.T) {
 // index header, and includes the request metrics.
 func TestMetricsEndpoint(t *testing.T) {
 	b := newTestBackend("s2")
-	b.setFollower(LeaderInfo{ID: "s1", HTTPAddr: "http://s1.invalid"}, 0)
+	b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: "http://s1.invalid"}, 0)
 	e, _ := metricsEnv(t, b)
 	e.do(http.MethodGet, "/v1/health", nil)
 	fams, hdr := scrape(t, e.hs.URL)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/amserver/amserver/raftstore"
 )
 
 // queryProbes are the query parameters a route can be seen to parse: given
@@ -56,7 +58,7 @@ func TestOpenAPIConsistencyMatchesRouter(t *testing.T) {
 	}))
 	t.Cleanup(leader.Close)
 	b := newTestBackend("s2")
-	b.setFollower(LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.URL}, 0)
+	b.setFollower(raftstore.LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.URL}, 0)
 	e := newEnv(t, b, withTestUI)
 	for key, o := range openAPI(t).ops(t) {
 		if o.Planned {

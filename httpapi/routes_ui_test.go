@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+
+	"github.com/amserver/amserver/raftstore"
 )
 
 // testUI stands in for ui.Handler (httpapi must not import ui): it answers
@@ -27,7 +29,7 @@ func TestUIRoutes(t *testing.T) {
 	}))
 	t.Cleanup(leader.Close)
 	b := newTestBackend("s2")
-	b.setFollower(LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.URL}, 0)
+	b.setFollower(raftstore.LeaderInfo{ID: "s1", RaftAddr: "s1:7071", HTTPAddr: leader.URL}, 0)
 	e := newEnv(t, b, withTestUI)
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, tc := range []struct {

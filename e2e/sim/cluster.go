@@ -14,6 +14,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // Pool is the pool the simulated workers join and the workload uses.
@@ -25,7 +26,7 @@ type server struct {
 	id         string
 	gossipAddr string
 	httpAddr   string // on the memNet, kept across restarts
-	stores     *agent.MemStores
+	stores     *raftstore.MemStores
 	clock      *workClock
 	proxy      *proxy
 	srv        *agent.Server // nil while crashed
@@ -67,7 +68,7 @@ func newCluster(logger *slog.Logger, seed uint64, servers, workers int, scale fl
 		}
 		c.servers = append(c.servers, &server{
 			id: fmt.Sprintf("s%d", i+1), gossipAddr: fmt.Sprintf("10.77.0.%d:7072", i+1),
-			httpAddr: addr, stores: agent.NewMemStores(), proxy: p, clock: newWorkClock(seed + uint64(i)),
+			httpAddr: addr, stores: raftstore.NewMemStores(), proxy: p, clock: newWorkClock(seed + uint64(i)),
 		})
 	}
 	domains := [][2]string{{"az-1", "cloud-a"}, {"az-2", "cloud-a"}, {"az-3", "cloud-b"}}
@@ -125,14 +126,16 @@ func (c *cluster) startServer(ctx context.Context, s *server) error {
 	// restarted server on a loaded machine never finished catching up. Cut
 	// links fail at once, so a long timeout costs nothing elsewhere.
 	_, tr := raft.NewInmemTransportWithTimeout(raft.ServerAddress(s.id), 2*time.Second)
+	deps := agent.Deps{
+		HTTPListener: ln, HTTPClient: c.hc, Transport: tr, MemStores: s.stores, Peers: peers, PeerHTTP: httpAddrs,
+	}
 	cfg := agent.Config{
-		NodeID: s.id, HTTPListener: ln, HTTPClient: c.hc, Transport: tr, MemStores: s.stores,
-		Bootstrap: true, Peers: peers, PeerHTTP: httpAddrs, TimeoutScale: c.scale,
+		NodeID: s.id, Bootstrap: true, TimeoutScale: c.scale,
 		SnapshotThreshold: 64, TrailingLogs: 32, DeleteTimeout: 2 * time.Second,
 		DeadServerCleanup: time.Hour, Gossip: c.gossipConfig(s.gossipAddr),
 		Join: c.serverGossipAddrs(), ACL: c.aclConfig(), Logger: c.logger, Clock: s.clock,
 	}
-	srv, err := agent.NewServer(cfg, agent.Deps{})
+	srv, err := agent.NewServer(cfg, deps)
 	if err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("server %s: %w", s.id, err)

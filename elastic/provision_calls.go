@@ -1,24 +1,57 @@
-package agent
+package elastic
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/backoff"
 )
 
-// provisionCalls runs provisioner calls for the elastic duty, each on its
+// Config tunes the calls to provisioners.
+type Config struct {
+	// AllowExec lets this server run pools' command provisioners. Off by
+	// default: a write token can set any pool's command.
+	AllowExec bool
+	// CallTimeout bounds one provisioner call (default 2 m).
+	CallTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between failed calls
+	// (defaults 1 s and 1 m).
+	RetryMin, RetryMax time.Duration
+	// HTTPClient carries webhook calls (default: a plain client).
+	HTTPClient *http.Client
+}
+
+func (c *Config) setDefaults() {
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = 2 * time.Minute
+	}
+	if c.RetryMin <= 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax < c.RetryMin {
+		c.RetryMax = max(time.Minute, c.RetryMin)
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+}
+
+// Calls runs provisioner calls for the leader's elastic duty, each on its
 // own goroutine with a timeout per attempt and backoff between attempts, so
 // a provisioner that hangs or fails never blocks the leader's loops or
 // another pool. At most callsPerPool run at once per pool. Calls live for
 // one leadership term: what they achieved is either in the replicated state
 // (a registered node) or repeated by the next leader (calls are idempotent).
-type provisionCalls struct {
+type Calls struct {
 	ctx      context.Context
 	logger   *slog.Logger
-	cfg      ElasticConfig
+	cfg      Config
 	kick     chan struct{}
 	mu       sync.Mutex
 	running  map[string]bool
@@ -30,8 +63,10 @@ type provisionCalls struct {
 
 const callsPerPool = 4
 
-func newProvisionCalls(ctx context.Context, logger *slog.Logger, cfg ElasticConfig) *provisionCalls {
-	return &provisionCalls{
+// NewCalls starts a term's calls; they end with ctx.
+func NewCalls(ctx context.Context, logger *slog.Logger, cfg Config) *Calls {
+	cfg.setDefaults()
+	return &Calls{
 		ctx: ctx, logger: logger, cfg: cfg, kick: make(chan struct{}, 1),
 		running: map[string]bool{}, done: map[string]time.Time{}, failures: map[string]string{},
 		sems: map[string]chan struct{}{},
@@ -40,17 +75,36 @@ func newProvisionCalls(ctx context.Context, logger *slog.Logger, cfg ElasticConf
 
 func callKey(op, id string) string { return op + "/" + id }
 
-// succeeded returns when the call succeeded in this term, if it did.
-func (c *provisionCalls) succeeded(op, id string) (time.Time, bool) {
+// Create asks sp's pool provisioner p for sp's node, with the servers'
+// gossip (join) and HTTP addresses the new worker needs. wanted is asked
+// before every attempt: a call whose spawn moved on stops.
+func (c *Calls) Create(sp *fsm.Spawn, p *fsm.Provisioner, join, servers []string, wanted func() bool) {
+	if prov := newProvisioner(p, c.cfg.HTTPClient, c.cfg.AllowExec); prov != nil {
+		c.start(sp.Pool, prov, provisionRequest(ProvisionCreate, sp, join, servers), wanted)
+	}
+}
+
+// Delete gives sp's node back through p.
+func (c *Calls) Delete(sp *fsm.Spawn, p *fsm.Provisioner, wanted func() bool) {
+	if prov := newProvisioner(p, c.cfg.HTTPClient, c.cfg.AllowExec); prov != nil {
+		c.start(sp.Pool, prov, provisionRequest(ProvisionDelete, sp, nil, nil), wanted)
+	}
+}
+
+// Deleted returns when the delete call for spawn id succeeded in this
+// term, if it did.
+func (c *Calls) Deleted(id string) (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at, ok := c.done[callKey(op, id)]
+	at, ok := c.done[callKey(ProvisionDelete, id)]
 	return at, ok
 }
 
+// Kick receives a value after a call succeeded: the duty looks again.
+func (c *Calls) Kick() <-chan struct{} { return c.kick }
+
 // start runs the call unless it runs already or succeeded in this term.
-// wanted is asked before every attempt: a call whose spawn moved on stops.
-func (c *provisionCalls) start(pool string, p Provisioner, req *ProvisionRequest, wanted func() bool) {
+func (c *Calls) start(pool string, p Provisioner, req *ProvisionRequest, wanted func() bool) {
 	key := callKey(req.Op, req.RequestID)
 	c.mu.Lock()
 	if c.running[key] || !c.done[key].IsZero() {
@@ -84,8 +138,8 @@ func (c *provisionCalls) start(pool string, p Provisioner, req *ProvisionRequest
 	}()
 }
 
-func (c *provisionCalls) retry(sem chan struct{}, p Provisioner, req *ProvisionRequest, wanted func() bool) bool {
-	b := newBackoff(c.cfg.RetryMin, c.cfg.RetryMax)
+func (c *Calls) retry(sem chan struct{}, p Provisioner, req *ProvisionRequest, wanted func() bool) bool {
+	b := backoff.New(c.cfg.RetryMin, c.cfg.RetryMax)
 	for attempt := 1; c.ctx.Err() == nil; attempt++ {
 		if !wanted() {
 			return false
@@ -104,15 +158,15 @@ func (c *provisionCalls) retry(sem chan struct{}, p Provisioner, req *ProvisionR
 		c.failures[callKey(req.Op, req.RequestID)] = err.Error()
 		c.mu.Unlock()
 		if errors.Is(err, errPermanent) {
-			b.cur = b.max
+			b.Slowest()
 		}
-		b.wait(c.ctx)
+		b.Wait(c.ctx)
 	}
 	return false
 }
 
 // attempt makes one call, holding one of the pool's call slots.
-func (c *provisionCalls) attempt(sem chan struct{}, p Provisioner, req *ProvisionRequest) error {
+func (c *Calls) attempt(sem chan struct{}, p Provisioner, req *ProvisionRequest) error {
 	select {
 	case sem <- struct{}{}:
 	case <-c.ctx.Done():
@@ -127,8 +181,8 @@ func (c *provisionCalls) attempt(sem chan struct{}, p Provisioner, req *Provisio
 	return p.Create(ctx, req)
 }
 
-// forget drops what is known of calls for spawns no longer in the state.
-func (c *provisionCalls) forget(keep func(id string) bool) {
+// Forget drops what is known of calls for spawns no longer in the state.
+func (c *Calls) Forget(keep func(id string) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for key := range c.done {
@@ -143,5 +197,5 @@ func (c *provisionCalls) forget(keep func(id string) bool) {
 	}
 }
 
-// wait waits for every call to end (they watch the term's context).
-func (c *provisionCalls) wait() { c.wg.Wait() }
+// Wait waits for every call to end (they watch the term's context).
+func (c *Calls) Wait() { c.wg.Wait() }

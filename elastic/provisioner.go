@@ -1,4 +1,9 @@
-package agent
+// Package elastic talks to elastic pools' provisioners (docs/provisioner.md):
+// the webhook and command kinds behind one Provisioner interface, and the
+// calls a leader's elastic duty starts for its replicated spawns, each
+// retried with backoff on its own goroutine. Deciding what to provision is
+// the leader's (package leader); this package only carries it out.
+package elastic
 
 import (
 	"context"
@@ -57,30 +62,15 @@ type Provisioner interface {
 var errPermanent = errors.New("permanent provisioner error")
 
 // newProvisioner returns the provisioner a pool configures, or nil when it
-// has none this server may call (see provisionerProblem).
+// has none this server may call (fsm.ProvisionerProblem).
 func newProvisioner(p *fsm.Provisioner, hc *http.Client, allowExec bool) Provisioner {
-	if provisionerProblem(p, allowExec) != "" {
+	if fsm.ProvisionerProblem(p, allowExec) != "" {
 		return nil
 	}
 	if p.URL != "" {
 		return &httpProvisioner{url: strings.TrimRight(p.URL, "/"), client: hc}
 	}
 	return &execProvisioner{command: slices.Clone(p.Command)}
-}
-
-// provisionerProblem says why this server cannot call a pool's provisioner
-// ("" when it can). A command runs on the leader's host with the server's
-// privileges, and anyone with a write token can set a pool's provisioner:
-// servers run commands only when their operator allowed it
-// (--elastic-allow-exec); webhooks need no such consent.
-func provisionerProblem(p *fsm.Provisioner, allowExec bool) string {
-	switch {
-	case p == nil || (p.URL == "" && len(p.Command) == 0):
-		return "has no provisioner"
-	case p.URL == "" && !allowExec:
-		return "has a command provisioner, which these servers do not run (start them with --elastic-allow-exec)"
-	}
-	return ""
 }
 
 // provisionRequest builds the request for a spawn.

@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -16,7 +16,7 @@ const maxBundlesPerPlan = 512
 // retries unplaceable bundles only after the cluster changed. Its queue is
 // rebuilt from the replicated state on every pass.
 type placer struct {
-	s *Server
+	l *Leader
 	// tried rate-limits preemption searches, which read every reservation
 	// on the candidate nodes: leader-local and disposable, not state.
 	tried    map[string]time.Time
@@ -48,7 +48,7 @@ func (p *placer) Name() string { return "placement" }
 func (p *placer) Run(ctx context.Context) {
 	p.since = pendingSince{} // a new term measures from when it takes over
 	for ctx.Err() == nil {
-		watch := p.s.fsm.WatchCh()
+		watch := p.l.store.WatchCh()
 		committed := p.pass(ctx)
 		if committed == 0 && !waitChange(ctx, watch, 5*time.Second) {
 			return
@@ -58,7 +58,7 @@ func (p *placer) Run(ctx context.Context) {
 
 // pass places one batch and returns how many plan parts committed.
 func (p *placer) pass(ctx context.Context) int {
-	st := p.s.store.State()
+	st := p.l.store.State()
 	queue := placementQueue(st, p.scanUnplaceable(st))
 	if len(queue) == 0 {
 		return 0
@@ -71,16 +71,16 @@ func (p *placer) pass(ctx context.Context) int {
 	if len(queue) > maxBundlesPerPlan {
 		queue = queue[:maxBundlesPerPlan]
 	}
-	batch := p.s.engine.Snapshot(st).NewBatch(p.s.raft.AppliedIndex())
+	batch := p.l.engine.Snapshot(st).NewBatch(p.l.store.AppliedIndex())
 	p.pruneTried(start)
 	budget := preemptPerPass
 	for _, b := range queue {
 		p.placeOne(batch, b, &budget)
 	}
-	committed := p.s.applyBatch(ctx, batch)
+	committed := p.l.applyBatch(ctx, batch)
 	end := time.Now()
-	p.s.metrics.placementBatch.Observe(end.Sub(start).Seconds())
-	p.since.settle(p.s.store.State(), p.s.metrics.placementLatency, end)
+	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
+	p.since.settle(p.l.store.State(), p.l.metrics.PlacementLatency, end)
 	return committed
 }
 

@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -12,20 +12,19 @@ import (
 // is purged once every job is confirmed stopped or sits on a node that is
 // down or gone, or when the delete timeout has passed.
 type deleter struct {
-	s       *Server
-	timeout time.Duration
+	l *Leader
 }
 
 func (d *deleter) Name() string { return "deletion" }
 
 func (d *deleter) Run(ctx context.Context) {
 	for {
-		watch := d.s.fsm.WatchCh()
-		st := d.s.store.State()
-		now := d.s.store.Now()
+		watch := d.l.store.WatchCh()
+		st := d.l.store.State()
+		now := d.l.clock.Now()
 		for _, b := range st.BundlesInState(fsm.StateDeleting) {
-			if reason, ok := purgeReason(st, b, now, d.timeout); ok {
-				d.s.applyLogged(ctx, fsm.PurgeBundleType, &fsm.PurgeBundleRequest{ID: b.ID(), Reason: reason, Now: now.UnixNano()})
+			if reason, ok := purgeReason(st, b, now, d.l.cfg.DeleteTimeout); ok {
+				d.l.applyLogged(ctx, fsm.PurgeBundleType, &fsm.PurgeBundleRequest{ID: b.ID(), Reason: reason, Now: now.UnixNano()})
 			}
 		}
 		if !waitChange(ctx, watch, time.Second) {

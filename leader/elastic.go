@@ -1,29 +1,23 @@
-package agent
+package leader
 
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
-	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/raftstore"
 	"github.com/amserver/amserver/scheduler"
 )
 
-// ElasticConfig tunes elastic pools' provisioning (DESIGN §2.2).
+// ElasticConfig tunes elastic pools' planning (DESIGN §2.2).
 type ElasticConfig struct {
 	// MaxProvisionedNodes caps provisioned nodes across every elastic pool,
 	// spawning ones included; 0 means no cap.
 	MaxProvisionedNodes int
-	// AllowExec lets this server run pools' command provisioners. Off by
-	// default: a write token can set any pool's command.
+	// AllowExec: the servers run pools' command provisioners, so pools
+	// that have one can provision.
 	AllowExec bool
-	// CallTimeout bounds one provisioner call (default 2 m).
-	CallTimeout time.Duration
-	// RetryMin and RetryMax bound the backoff between failed calls
-	// (defaults 1 s and 1 m).
-	RetryMin, RetryMax time.Duration
 	// Interval is how often the leader looks at elastic pools without a
 	// state change, for timeouts (default 1 s).
 	Interval time.Duration
@@ -31,25 +25,56 @@ type ElasticConfig struct {
 	// waits for the node to leave gossip before forgetting it anyway
 	// (default 30 s).
 	DeleteGrace time.Duration
+	// Provisioning starts a term's provisioner calls (package elastic);
+	// nil provisions nothing, while planning still runs.
+	Provisioning func(ctx context.Context) Provisioning
+	// Addresses are the servers' gossip addresses (for a new worker's
+	// --join) and HTTP addresses (for its --servers).
+	Addresses func() (join, servers []string)
 }
 
 func (c *ElasticConfig) setDefaults() {
-	if c.CallTimeout <= 0 {
-		c.CallTimeout = 2 * time.Minute
-	}
-	if c.RetryMin <= 0 {
-		c.RetryMin = time.Second
-	}
-	if c.RetryMax < c.RetryMin {
-		c.RetryMax = max(time.Minute, c.RetryMin)
-	}
 	if c.Interval <= 0 {
 		c.Interval = time.Second
 	}
 	if c.DeleteGrace <= 0 {
 		c.DeleteGrace = 30 * time.Second
 	}
+	if c.Provisioning == nil {
+		c.Provisioning = func(context.Context) Provisioning { return noProvisioning{} }
+	}
+	if c.Addresses == nil {
+		c.Addresses = func() ([]string, []string) { return nil, nil }
+	}
 }
+
+// Provisioning carries out provisioner calls for the replicated spawns,
+// asynchronously and retried; every call is idempotent by spawn id.
+type Provisioning interface {
+	// Create asks sp's pool provisioner p for sp's node; wanted is asked
+	// before every attempt, and a call whose spawn moved on stops.
+	Create(sp *fsm.Spawn, p *fsm.Provisioner, join, servers []string, wanted func() bool)
+	// Delete gives sp's node back.
+	Delete(sp *fsm.Spawn, p *fsm.Provisioner, wanted func() bool)
+	// Deleted returns when sp's delete call succeeded in this term.
+	Deleted(id string) (time.Time, bool)
+	// Forget drops what is known of calls for spawns keep refuses.
+	Forget(keep func(id string) bool)
+	// Kick receives a value when a call succeeded.
+	Kick() <-chan struct{}
+	// Wait waits for the term's calls to end.
+	Wait()
+}
+
+// noProvisioning makes no calls.
+type noProvisioning struct{}
+
+func (noProvisioning) Create(*fsm.Spawn, *fsm.Provisioner, []string, []string, func() bool) {}
+func (noProvisioning) Delete(*fsm.Spawn, *fsm.Provisioner, func() bool)                     {}
+func (noProvisioning) Deleted(string) (time.Time, bool)                                     { return time.Time{}, false }
+func (noProvisioning) Forget(func(string) bool)                                             {}
+func (noProvisioning) Kick() <-chan struct{}                                                { return nil }
+func (noProvisioning) Wait()                                                                {}
 
 // elasticMinGap spaces passes under a stream of unrelated state changes.
 const elasticMinGap = 100 * time.Millisecond
@@ -58,13 +83,12 @@ const elasticMinGap = 100 * time.Millisecond
 // bundles that do not fit, keeps warm pools and minNodes floors, gives back
 // nodes idle beyond the warm pool, and prunes spawns that never registered.
 // Every decision is first written to Raft as a spawn; provisioner calls
-// follow the replicated spawns, asynchronously (provisionCalls).
+// follow the replicated spawns, asynchronously (Provisioning).
 type elastic struct {
-	s      *Server
+	l      *Leader
 	cfg    ElasticConfig
 	engine *scheduler.Engine
-	calls  *provisionCalls
-	http   *http.Client
+	calls  Provisioning
 	// planned caches the last plan's used nodes at the state index it saw.
 	planned   map[string]bool
 	plannedAt uint64
@@ -73,28 +97,25 @@ type elastic struct {
 	fence uint64
 }
 
-func newElastic(s *Server) *elastic {
-	return &elastic{s: s, cfg: s.cfg.Elastic, http: &http.Client{}}
-}
-
 func (e *elastic) Name() string { return "elastic" }
 
 func (e *elastic) Run(ctx context.Context) {
+	e.cfg = e.l.cfg.Elastic
 	e.engine = scheduler.NewEngine(scheduler.Options{})
 	e.planned, e.plannedAt, e.fence = nil, 0, 0
-	e.calls = newProvisionCalls(ctx, e.s.logger.With("duty", "elastic"), e.cfg)
-	defer e.calls.wait()
+	e.calls = e.cfg.Provisioning(ctx)
+	defer e.calls.Wait()
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
 	for {
-		watch := e.s.fsm.WatchCh()
+		watch := e.l.store.WatchCh()
 		e.pass(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-watch:
 		case <-tick.C:
-		case <-e.calls.kick:
+		case <-e.calls.Kick():
 		}
 		select {
 		case <-ctx.Done():
@@ -106,17 +127,17 @@ func (e *elastic) Run(ctx context.Context) {
 
 // pass does one round of every elastic decision against one state view.
 func (e *elastic) pass(ctx context.Context) {
-	st := e.s.store.State()
+	st := e.l.store.State()
 	pools := elasticPools(st)
 	spawns := st.Spawns("")
 	if len(pools) == 0 && len(spawns) == 0 {
 		return
 	}
-	if e.s.raft.AppliedIndex() < e.fence {
+	if e.l.store.AppliedIndex() < e.fence {
 		return // a command of ours may still commit: plan on the state that has it
 	}
-	now := e.s.store.Now().UnixNano()
-	e.calls.forget(func(id string) bool { return st.Spawn(id) != nil })
+	now := e.l.clock.Now().UnixNano()
+	e.calls.Forget(func(id string) bool { return st.Spawn(id) != nil })
 	if e.expire(ctx, st, spawns, now) || e.trackIdle(ctx, st, spawns, now) {
 		return // the state moved: plan against the new one
 	}
@@ -155,19 +176,19 @@ func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm
 // unknown fences planning until the entry's fate is known: planning again
 // while a spawn may still commit could provision its demand twice.
 func (e *elastic) apply(ctx context.Context, typ fsm.MessageType, body any) *fsm.Result {
-	res, err := e.s.store.Apply(ctx, typ, body)
+	res, err := e.l.store.Apply(ctx, typ, body)
 	switch {
-	case errors.Is(err, httpapi.ErrOutcomeUnknown):
-		e.fence = e.s.raft.LastIndex()
-		e.s.logger.Warn("elastic command outcome unknown; waiting for the log before planning again", "type", typ, "err", err)
+	case errors.Is(err, raftstore.ErrOutcomeUnknown):
+		e.fence = e.l.store.LastIndex()
+		e.l.log.Warn("elastic command outcome unknown; waiting for the log before planning again", "type", typ, "err", err)
 		return nil
 	case err != nil:
 		if ctx.Err() == nil {
-			e.s.logger.Warn("elastic command failed", "type", typ, "err", err)
+			e.l.log.Warn("elastic command failed", "type", typ, "err", err)
 		}
 		return nil
 	case res.Err != nil:
-		e.s.logger.Debug("elastic command rejected", "type", typ, "err", res.Err)
+		e.l.log.Debug("elastic command rejected", "type", typ, "err", res.Err)
 	}
 	return res
 }

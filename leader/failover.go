@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -15,22 +15,22 @@ import (
 // re-placed, and nothing stays reserved on a lost node. Suspect nodes are
 // left alone: no new placements, nothing moved.
 type failover struct {
-	s *Server
+	l *Leader
 }
 
 func (f *failover) Name() string { return "failover" }
 
 func (f *failover) Run(ctx context.Context) {
 	for {
-		watch := f.s.fsm.WatchCh()
-		st := f.s.store.State()
+		watch := f.l.store.WatchCh()
+		st := f.l.store.State()
 		lost, bundles := lostPlacements(st)
 		if len(bundles) > 0 {
-			batch := f.s.engine.Snapshot(st).NewBatch(f.s.raft.AppliedIndex())
+			batch := f.l.engine.Snapshot(st).NewBatch(f.l.store.AppliedIndex())
 			for _, b := range bundles {
 				batch.Repair(b, lost)
 			}
-			f.s.metrics.failovers.Add(float64(f.s.applyBatch(ctx, batch)))
+			f.l.metrics.Failovers.Add(float64(f.l.applyBatch(ctx, batch)))
 		}
 		if !waitChange(ctx, watch, 5*time.Second) {
 			return
@@ -78,15 +78,15 @@ func sortByBand(list []*fsm.Bundle) {
 }
 
 // applyBatch commits a batch's plan and returns how many parts committed.
-func (s *Server) applyBatch(ctx context.Context, batch *scheduler.Batch) int {
+func (l *Leader) applyBatch(ctx context.Context, batch *scheduler.Batch) int {
 	if batch.Parts() == 0 {
 		return 0
 	}
-	plan := batch.Plan(s.store.Now().UnixNano())
+	plan := batch.Plan(l.clock.Now().UnixNano())
 	if v, ok := batch.View().(interface{ Index(...string) uint64 }); ok {
 		plan.Basis = v.Index() // failed attempts are against this state, not the commit's
 	}
-	res := s.applyLogged(ctx, fsm.ApplyPlanType, plan)
+	res := l.applyLogged(ctx, fsm.ApplyPlanType, plan)
 	if res == nil || res.Err != nil {
 		return 0
 	}
@@ -95,7 +95,7 @@ func (s *Server) applyBatch(ctx context.Context, batch *scheduler.Batch) int {
 		return 0
 	}
 	for _, r := range pr.Rejected {
-		s.logger.Debug("plan part rejected at apply", "bundle", r.BundleID, "reason", r.Reason)
+		l.log.Debug("plan part rejected at apply", "bundle", r.BundleID, "reason", r.Reason)
 	}
 	return len(pr.Committed)
 }

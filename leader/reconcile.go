@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // reconcileInterval re-checks membership even without gossip events, which
@@ -22,7 +21,7 @@ const reconcileInterval = time.Second
 // membership changes and node status commands. Apply never reads gossip:
 // the leader writes what it saw as ordinary commands.
 type reconciler struct {
-	s         *Server
+	l         *Leader
 	nodeIndex uint64 // nodes-table index at the last node pass
 }
 
@@ -32,13 +31,13 @@ func (r *reconciler) Run(ctx context.Context) {
 	tick := time.NewTicker(reconcileInterval)
 	defer tick.Stop()
 	for {
-		watch := r.s.fsm.WatchCh()
+		watch := r.l.store.WatchCh()
 		r.servers(ctx)
 		r.nodes(ctx, false)
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.s.reconcileCh:
+		case <-r.l.cfg.Wake:
 			r.nodes(ctx, true)
 		case <-tick.C:
 			r.nodes(ctx, true)
@@ -50,69 +49,61 @@ func (r *reconciler) Run(ctx context.Context) {
 // servers adds alive servers as voters, removes servers that left, and
 // removes dead ones only after the cleanup delay and never below quorum.
 func (r *reconciler) servers(ctx context.Context) {
-	s := r.s
-	if s.gossip == nil || ctx.Err() != nil {
+	l := r.l
+	if l.cfg.Membership == nil || l.cfg.Voters == nil || ctx.Err() != nil {
 		return
 	}
-	future := s.raft.GetConfiguration()
-	if err := future.Error(); err != nil {
+	current, err := l.cfg.Voters.Voters()
+	if err != nil {
 		return
-	}
-	current := map[string]raft.Server{}
-	for _, srv := range future.Configuration().Servers {
-		current[string(srv.ID)] = srv
 	}
 	voters := len(current)
-	for _, m := range s.gossip.Members() {
-		if m.Meta.Role != gossip.RoleServer || m.Name == s.cfg.NodeID {
+	now := l.clock.Now()
+	for _, m := range l.cfg.Membership.Members() {
+		if m.Meta.Role != gossip.RoleServer || m.Name == l.cfg.NodeID {
 			continue
 		}
-		srv, known := current[m.Name]
+		addr, known := current[m.Name]
 		switch {
-		case m.Status == gossip.StatusAlive && (!known || string(srv.Address) != m.Meta.RaftAddr):
-			s.addVoter(m)
+		case m.Status == gossip.StatusAlive && (!known || addr != m.Meta.RaftAddr):
+			l.addVoter(m)
 		case known && m.Status == gossip.StatusLeft:
-			if s.removeServer(m.Name, "left gracefully") {
+			if l.removeServer(m.Name, "left gracefully") {
 				voters--
 			}
-		case known && m.Status == gossip.StatusDead && time.Since(m.Since) >= s.cfg.DeadServerCleanup && voters-1 >= s.cfg.QuorumSize:
-			if s.removeServer(m.Name, "dead for longer than the cleanup delay") {
+		case known && m.Status == gossip.StatusDead && now.Sub(m.Since) >= l.cfg.DeadServerCleanup && voters-1 >= l.cfg.QuorumSize:
+			if l.removeServer(m.Name, "dead for longer than the cleanup delay") {
 				voters--
 			}
 		}
 	}
 }
 
-func (s *Server) addVoter(m gossip.Member) {
-	if err := s.probeVoter(m.Meta.RaftAddr); err != nil {
-		if !errors.Is(err, errProbeBackoff) {
-			s.logger.Warn("not adding server to raft: its raft TLS certificate was refused", "peer", m.Name, "addr", m.Meta.RaftAddr, "err", err)
+func (l *Leader) addVoter(m gossip.Member) {
+	if err := l.cfg.Voters.AddVoter(m.Name, m.Meta.RaftAddr); err != nil {
+		if !errors.Is(err, raftstore.ErrProbeBackoff) {
+			l.log.Warn("not adding server to raft", "peer", m.Name, "addr", m.Meta.RaftAddr, "err", err)
 		}
 		return
 	}
-	err := s.raft.AddVoter(raft.ServerID(m.Name), raft.ServerAddress(m.Meta.RaftAddr), 0, 10*time.Second).Error()
-	if err != nil {
-		s.logger.Warn("adding server to raft failed", "peer", m.Name, "err", err)
-		return
-	}
-	s.logger.Info("server joined raft", "peer", m.Name, "addr", m.Meta.RaftAddr)
-	s.recordEvent("serverJoined", m.Name, fmt.Sprintf("server %s joined raft at %s", m.Name, m.Meta.RaftAddr))
+	l.log.Info("server joined raft", "peer", m.Name, "addr", m.Meta.RaftAddr)
+	l.recordEvent("serverJoined", m.Name, fmt.Sprintf("server %s joined raft at %s", m.Name, m.Meta.RaftAddr))
 }
 
 // recordEvent puts a membership change in the replicated event log.
-func (s *Server) recordEvent(typ, node, msg string) {
+func (l *Leader) recordEvent(typ, node, msg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.applyLogged(ctx, fsm.RecordEventType, &fsm.RecordEventRequest{Type: typ, NodeID: node, Message: msg, Now: s.store.Now().UnixNano()})
+	l.applyLogged(ctx, fsm.RecordEventType, &fsm.RecordEventRequest{Type: typ, NodeID: node, Message: msg, Now: l.clock.Now().UnixNano()})
 }
 
-func (s *Server) removeServer(id, why string) bool {
-	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
-		s.logger.Warn("removing server from raft failed", "peer", id, "err", err)
+func (l *Leader) removeServer(id, why string) bool {
+	if err := l.cfg.Voters.RemoveServer(id); err != nil {
+		l.log.Warn("removing server from raft failed", "peer", id, "err", err)
 		return false
 	}
-	s.logger.Info("server removed from raft", "peer", id, "reason", why)
-	s.recordEvent("serverRemoved", id, fmt.Sprintf("server %s removed from raft: %s", id, why))
+	l.log.Info("server removed from raft", "peer", id, "reason", why)
+	l.recordEvent("serverRemoved", id, fmt.Sprintf("server %s removed from raft: %s", id, why))
 	return true
 }
 
@@ -127,20 +118,20 @@ var gossipStatus = map[gossip.Status]string{
 // nodes writes status transitions and failure-domain labels of registered
 // nodes. It only looks when gossip changed (force) or the node table did.
 func (r *reconciler) nodes(ctx context.Context, force bool) {
-	s := r.s
-	if s.gossip == nil || ctx.Err() != nil {
+	l := r.l
+	if l.cfg.Membership == nil || ctx.Err() != nil {
 		return
 	}
-	st := s.store.State()
+	st := l.store.State()
 	idx := st.Index("nodes")
 	if !force && idx == r.nodeIndex {
 		return
 	}
 	r.nodeIndex = idx
 	var reqs []*fsm.NodeStatusRequest
-	now := s.store.Now().UnixNano()
+	now := l.clock.Now().UnixNano()
 	for _, n := range st.Nodes("") {
-		m, ok := s.gossip.Member(n.ID)
+		m, ok := l.cfg.Membership.Member(n.ID)
 		if !ok {
 			continue // never seen in gossip: it stays unknown until it joins
 		}
@@ -152,7 +143,7 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 			reqs = append(reqs, &fsm.NodeStatusRequest{NodeID: n.ID, Status: want, AZ: m.Meta.AZ, Cloud: m.Meta.Cloud, Now: now})
 		}
 	}
-	applyAll(ctx, s, fsm.NodeStatusType, reqs)
+	applyAll(ctx, l, fsm.NodeStatusType, reqs)
 }
 
 func setIfSet(labels *map[string]string, k, v string) {
@@ -167,7 +158,7 @@ func setIfSet(labels *map[string]string, k, v string) {
 
 // applyAll applies independent commands concurrently so that a burst (a
 // partition marking many nodes down) shares Raft batches.
-func applyAll[T any](ctx context.Context, s *Server, typ fsm.MessageType, reqs []*T) {
+func applyAll[T any](ctx context.Context, l *Leader, typ fsm.MessageType, reqs []*T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
 	for _, req := range reqs {
@@ -175,13 +166,7 @@ func applyAll[T any](ctx context.Context, s *Server, typ fsm.MessageType, reqs [
 		sem <- struct{}{}
 		go func(req *T) {
 			defer func() { <-sem; wg.Done() }()
-			res, err := s.store.Apply(ctx, typ, req)
-			switch {
-			case err != nil:
-				s.logger.Warn("leader command failed", "type", typ, "err", err)
-			case res.Err != nil:
-				s.logger.Debug("leader command rejected", "type", typ, "err", res.Err)
-			}
+			l.applyLogged(ctx, typ, req)
 		}(req)
 	}
 	wg.Wait()

@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 // backup first where there is one, else place-then-stop. A bundle that has
 // nowhere to go stays; the next change retries it.
 type drainer struct {
-	s *Server
+	l *Leader
 }
 
 func (d *drainer) Name() string { return "drain" }
 
 func (d *drainer) Run(ctx context.Context) {
 	for {
-		watch := d.s.fsm.WatchCh()
-		st := d.s.store.State()
+		watch := d.l.store.WatchCh()
+		st := d.l.store.State()
 		var batchNodes []*fsm.Node
 		for _, n := range st.Nodes("") {
 			if n.Draining && n.Status == fsm.NodeReady && n.Usage.Reservations > 0 {
@@ -27,13 +27,13 @@ func (d *drainer) Run(ctx context.Context) {
 			}
 		}
 		if len(batchNodes) > 0 {
-			batch := d.s.engine.Snapshot(st).NewBatch(d.s.raft.AppliedIndex())
+			batch := d.l.engine.Snapshot(st).NewBatch(d.l.store.AppliedIndex())
 			for _, n := range batchNodes {
 				for _, b := range bundlesOn(st, n.ID) {
 					batch.Drain(b, n.ID)
 				}
 			}
-			d.s.applyBatch(ctx, batch)
+			d.l.applyBatch(ctx, batch)
 		}
 		if !waitChange(ctx, watch, 5*time.Second) {
 			return

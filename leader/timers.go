@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -15,7 +15,7 @@ const timerScanInterval = time.Second
 // bundles in a Timer command and the FSM checks each against the command's
 // time, so a stale or early command changes nothing.
 type timers struct {
-	s *Server
+	l *Leader
 }
 
 func (t *timers) Name() string { return "timers" }
@@ -24,9 +24,9 @@ func (t *timers) Run(ctx context.Context) {
 	tick := time.NewTicker(timerScanInterval)
 	defer tick.Stop()
 	for {
-		now := t.s.store.Now().UnixNano()
-		if req := dueTimers(t.s.store.State(), now); req != nil {
-			t.s.applyLogged(ctx, fsm.TimerType, req)
+		now := t.l.clock.Now().UnixNano()
+		if req := dueTimers(t.l.store.State(), now); req != nil {
+			t.l.applyLogged(ctx, fsm.TimerType, req)
 		}
 		select {
 		case <-ctx.Done():

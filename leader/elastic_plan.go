@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"cmp"
@@ -110,7 +110,7 @@ func (pl *planner) provisionFor(b *fsm.Bundle) {
 	}
 	pools := pl.missingPools(b)
 	for _, name := range pools {
-		if why := provisionerProblem(pl.pools[name].Provisioner, pl.allowExec); why != "" {
+		if why := fsm.ProvisionerProblem(pl.pools[name].Provisioner, pl.allowExec); why != "" {
 			pl.block(b, fsm.StageProvisioner, fmt.Sprintf("pool %s %s", name, why))
 			return
 		}
@@ -254,7 +254,7 @@ func (pl *planner) addSpawn(n *fsm.Node, it fsm.InstanceType, reason string, dem
 // fillWarm provisions what the pool's warm pool and minNodes floor lack,
 // with its first instance type, as far as the caps allow.
 func (pl *planner) fillWarm(p *fsm.Pool) {
-	if len(p.InstanceTypes) == 0 || provisionerProblem(p.Provisioner, pl.allowExec) != "" {
+	if len(p.InstanceTypes) == 0 || fsm.ProvisionerProblem(p.Provisioner, pl.allowExec) != "" {
 		return
 	}
 	idle := pl.idleCount(p.Name)

@@ -1,4 +1,4 @@
-package agent
+package elastic
 
 import (
 	"context"
@@ -142,13 +142,13 @@ func TestCommandProvisionerNeedsConsent(t *testing.T) {
 	if newProvisioner(cmd, nil, false) != nil {
 		t.Fatal("a command provisioner runs without --elastic-allow-exec")
 	}
-	if why := provisionerProblem(cmd, false); !strings.Contains(why, "--elastic-allow-exec") {
+	if why := fsm.ProvisionerProblem(cmd, false); !strings.Contains(why, "--elastic-allow-exec") {
 		t.Fatalf("the reason does not say how to allow it: %q", why)
 	}
 	if newProvisioner(cmd, nil, true) == nil || newProvisioner(&fsm.Provisioner{URL: "http://p"}, nil, false) == nil {
 		t.Fatal("allowed provisioners refused")
 	}
-	if provisionerProblem(nil, true) != "has no provisioner" {
+	if fsm.ProvisionerProblem(nil, true) != "has no provisioner" {
 		t.Fatal("a pool without a provisioner")
 	}
 }

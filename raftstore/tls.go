@@ -1,8 +1,9 @@
-package agent
+package raftstore
 
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -173,4 +174,48 @@ func newTLSTransport(c *Config, adv net.Addr, tc *certs.TLS) (raft.Transport, *t
 		Logger: newHclogBridge(c.Logger, "raft-net", hclog.Warn),
 	})
 	return t, stream, nil
+}
+
+// probeRetry is how long the leader waits before probing an address that
+// failed again: the reconciler runs every second and also writes node
+// status, which a probe of a silent address (up to the handshake timeout)
+// must not hold up each time.
+const probeRetry = 10 * time.Second
+
+// ErrProbeBackoff: the address failed its certificate probe recently, and
+// is refused without another probe (and without another log line).
+var ErrProbeBackoff = errors.New("raft certificate probe failed recently")
+
+// ProbePeer checks a would-be voter's Raft certificate (mutual TLS only).
+func (s *Store) ProbePeer(addr string) error {
+	if s.stream == nil {
+		return nil
+	}
+	return s.stream.probe(addr)
+}
+
+// probeVoter is ProbePeer for the reconciler: a failure is remembered per
+// address for probeRetry, during which the address is refused at once.
+func (s *Store) probeVoter(addr string) error {
+	if s.stream == nil {
+		return nil
+	}
+	s.probeMu.Lock()
+	failed, ok := s.probeFailed[addr]
+	s.probeMu.Unlock()
+	if ok && time.Since(failed) < probeRetry {
+		return ErrProbeBackoff
+	}
+	err := s.ProbePeer(addr)
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if err != nil {
+		if s.probeFailed == nil {
+			s.probeFailed = map[string]time.Time{}
+		}
+		s.probeFailed[addr] = time.Now()
+		return fmt.Errorf("raft certificate of %s refused: %w", addr, err)
+	}
+	delete(s.probeFailed, addr)
+	return nil
 }

@@ -1,4 +1,12 @@
-package agent
+// Package raftstore owns consensus: Raft with its bolt (or in-memory)
+// stores and its transport (mutual TLS included), and the thin store on top
+// of it that encodes commands, applies them, classifies apply errors into
+// definite and unknown outcomes (ErrNotLeader, ErrNoLeader,
+// ErrOutcomeUnknown), forwards nothing itself but tells callers who leads,
+// serves linearizable read barriers, changes the voter set and runs the
+// leader's terms. Everything above it (leader duties, the HTTP API) reaches
+// Raft only through this package.
+package raftstore
 
 import (
 	"bytes"
@@ -6,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,45 +22,102 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/amserver/amserver/fsm"
-	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/internal/plant"
 )
 
 // defaultApplyTimeout bounds an apply whose context has no deadline.
 const defaultApplyTimeout = 10 * time.Second
 
-// Store wraps Raft thinly: it encodes commands, classifies apply errors into
-// definite and unknown outcomes, and implements linearizable read barriers.
+// Store wraps Raft thinly.
 type Store struct {
-	raft  *raft.Raft
-	fsm   *fsm.FSM
-	clock Clock
+	cfg       Config
+	log       *slog.Logger
+	raft      *raft.Raft
+	fsm       *fsm.FSM
+	stores    *Stores
+	transport raft.Transport
+	stream    *tlsStreamLayer // nil: plain TCP or a test transport
+	notifyCh  chan bool
+	hadState  bool // Raft state existed on disk when the store opened
 
 	// ready is true once this server, as leader, has applied a barrier in its
 	// current term: before that its FSM may lag what earlier leaders committed.
-	ready     atomic.Bool
-	readyMu   sync.Mutex
-	readyCh   chan struct{} // closed when ready becomes true
-	leaderDir func(id string) string
+	ready   atomic.Bool
+	readyMu sync.Mutex
+	readyCh chan struct{} // closed when ready becomes true
 
 	stopping  chan struct{} // closed when the server starts to stop
 	closeOnce sync.Once
 
-	// onCommit, when set, sees the state and index of every command this
-	// leader committed without error (metrics count its events).
-	onCommit func(st *fsm.State, index uint64)
+	probeMu     sync.Mutex
+	probeFailed map[string]time.Time // raft address → last failed certificate probe
 }
 
-func newStore(r *raft.Raft, f *fsm.FSM, clock Clock, httpAddrOf func(id string) string) *Store {
-	return &Store{
-		raft: r, fsm: f, clock: clock, readyCh: make(chan struct{}), leaderDir: httpAddrOf,
-		stopping: make(chan struct{}),
+// Open opens the stores and the transport and starts Raft over f.
+func Open(cfg Config, f *fsm.FSM) (*Store, error) {
+	cfg.setDefaults()
+	stores, err := OpenStores(cfg)
+	if err != nil {
+		return nil, err
 	}
+	transport, stream, err := newTransport(cfg)
+	if err != nil {
+		_ = stores.Close()
+		return nil, err
+	}
+	s := &Store{
+		cfg: cfg, log: cfg.Logger, fsm: f, stores: stores, transport: transport, stream: stream,
+		notifyCh: make(chan bool, 32), readyCh: make(chan struct{}), stopping: make(chan struct{}),
+	}
+	s.hadState, err = raft.HasExistingState(stores.Logs, stores.Stable, stores.Snaps)
+	if err != nil {
+		s.closeStores()
+		return nil, fmt.Errorf("inspect raft state: %w", err)
+	}
+	s.raft, err = raft.NewRaft(RaftConfig(cfg, s.notifyCh), f, stores.Logs, stores.Stable, stores.Snaps, transport)
+	if err != nil {
+		s.closeStores()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	return s, nil
 }
 
-// stop releases every request waiting on Raft: the HTTP server's graceful
+// Stop releases every request waiting on Raft: the HTTP server's graceful
 // shutdown would otherwise wait its whole grace period for them.
-func (s *Store) stop() { s.closeOnce.Do(func() { close(s.stopping) }) }
+func (s *Store) Stop() { s.closeOnce.Do(func() { close(s.stopping) }) }
+
+// Shutdown stops Raft; Close then releases the transport and the stores,
+// once nothing reads them any more.
+func (s *Store) Shutdown() error {
+	s.Stop()
+	return s.raft.Shutdown().Error()
+}
+
+// Close closes the transport and the stores (after Shutdown).
+func (s *Store) Close() { s.closeStores() }
+
+func (s *Store) closeStores() {
+	if c, ok := s.transport.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
+	_ = s.stores.Close()
+}
+
+// Raft exposes the Raft instance for operators' tooling and tests.
+func (s *Store) Raft() *raft.Raft { return s.raft }
+
+// HadState reports whether Raft state existed when the store opened: such
+// a server is a cluster member already and must never bootstrap.
+func (s *Store) HadState() bool { return s.hadState }
+
+// LocalAddr is the Raft address peers reach this server at.
+func (s *Store) LocalAddr() string { return string(s.transport.LocalAddr()) }
+
+// AppliedIndex is the index of the last entry the FSM applied.
+func (s *Store) AppliedIndex() uint64 { return s.raft.AppliedIndex() }
+
+// LastIndex is the index of the last entry in the log.
+func (s *Store) LastIndex() uint64 { return s.raft.LastIndex() }
 
 // State returns the local FSM's read view.
 func (s *Store) State() *fsm.State { return s.fsm.State() }
@@ -59,19 +125,16 @@ func (s *Store) State() *fsm.State { return s.fsm.State() }
 // WatchCh returns a channel closed at the next FSM change.
 func (s *Store) WatchCh() <-chan struct{} { return s.fsm.WatchCh() }
 
-// Now is the clock the leader stamps into commands.
-func (s *Store) Now() time.Time { return s.clock.Now() }
-
 // IsLeader reports whether this server is the Raft leader.
 func (s *Store) IsLeader() bool { return s.raft.State() == raft.Leader }
 
 // Leader returns the known leader, with its HTTP address from gossip.
-func (s *Store) Leader() (httpapi.LeaderInfo, bool) {
+func (s *Store) Leader() (LeaderInfo, bool) {
 	addr, id := s.raft.LeaderWithID()
 	if id == "" {
-		return httpapi.LeaderInfo{}, false
+		return LeaderInfo{}, false
 	}
-	return httpapi.LeaderInfo{ID: string(id), RaftAddr: string(addr), HTTPAddr: s.leaderDir(string(id))}, true
+	return LeaderInfo{ID: string(id), RaftAddr: string(addr), HTTPAddr: s.cfg.HTTPAddrOf(string(id))}, true
 }
 
 // LastContact is the time since this server last heard from a leader (zero
@@ -95,7 +158,7 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 		return nil, err
 	}
 	if !s.IsLeader() {
-		return nil, httpapi.ErrNotLeader
+		return nil, ErrNotLeader
 	}
 	timeout := defaultApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
@@ -112,8 +175,8 @@ func (s *Store) Apply(ctx context.Context, typ fsm.MessageType, body any) (*fsm.
 	if !ok {
 		return nil, fmt.Errorf("apply %s: unexpected response %T", typ, f.Response())
 	}
-	if res.Err == nil && s.onCommit != nil {
-		s.onCommit(s.State(), res.Index)
+	if res.Err == nil && s.cfg.OnCommit != nil {
+		s.cfg.OnCommit(s.State(), res.Index)
 	}
 	return res, nil
 }
@@ -152,11 +215,11 @@ func (s *Store) wait(ctx context.Context, f raft.Future) error {
 func classifyApplyError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
-		return fmt.Errorf("%w: %w", httpapi.ErrNotLeader, err)
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
 	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown):
-		return fmt.Errorf("%w: %w", httpapi.ErrNoLeader, err)
+		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	default: // ErrLeadershipLost, timeouts, anything else: it may commit later
-		return fmt.Errorf("%w: %w", httpapi.ErrOutcomeUnknown, err)
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 }
 
@@ -164,14 +227,14 @@ func classifyApplyError(err error) error {
 // leader confirms it still leads a quorum (VerifyLeader) and waits until its
 // FSM has applied everything in its log at the time of the request, which
 // includes every acknowledged write. Consistent mode appends a barrier entry.
-func (s *Store) ReadBarrier(ctx context.Context, mode httpapi.ReadMode) error {
+func (s *Store) ReadBarrier(ctx context.Context, mode ReadMode) error {
 	if !s.IsLeader() {
-		return httpapi.ErrNotLeader
+		return ErrNotLeader
 	}
 	if err := s.waitReady(ctx); err != nil {
 		return err
 	}
-	if mode == httpapi.ReadConsistent {
+	if mode == ReadConsistent {
 		if err := s.wait(ctx, s.raft.Barrier(timeoutOf(ctx))); err != nil {
 			return classifyReadError(err)
 		}
@@ -185,9 +248,9 @@ func (s *Store) ReadBarrier(ctx context.Context, mode httpapi.ReadMode) error {
 
 func classifyReadError(err error) error {
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-		return fmt.Errorf("%w: %w", httpapi.ErrNotLeader, err)
+		return fmt.Errorf("%w: %w", ErrNotLeader, err)
 	}
-	return fmt.Errorf("%w: %w", httpapi.ErrNoLeader, err)
+	return fmt.Errorf("%w: %w", ErrNoLeader, err)
 }
 
 func timeoutOf(ctx context.Context) time.Duration {
@@ -208,7 +271,7 @@ func (s *Store) waitApplied(ctx context.Context, index uint64) error {
 		case <-watch:
 		case <-time.After(5 * time.Millisecond): // entries that change no table do not close watch
 		case <-ctx.Done():
-			return fmt.Errorf("%w: waiting for index %d: %w", httpapi.ErrNoLeader, index, ctx.Err())
+			return fmt.Errorf("%w: waiting for index %d: %w", ErrNoLeader, index, ctx.Err())
 		}
 	}
 	return nil
@@ -222,9 +285,12 @@ func (s *Store) waitReady(ctx context.Context) error {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: leader has not caught up yet: %w", httpapi.ErrNoLeader, ctx.Err())
+		return fmt.Errorf("%w: leader has not caught up yet: %w", ErrNoLeader, ctx.Err())
 	}
 }
+
+// Ready reports whether this server leads and has caught up in its term.
+func (s *Store) Ready() bool { return s.ready.Load() }
 
 // setReady records whether this server has caught up as leader in its term.
 func (s *Store) setReady(ready bool) {
@@ -243,7 +309,7 @@ func (s *Store) setReady(ready bool) {
 
 // SaveSnapshot streams a fresh snapshot of the FSM in the snapshot format.
 func (s *Store) SaveSnapshot(ctx context.Context, w io.Writer) error {
-	if err := s.ReadBarrier(ctx, httpapi.ReadDefault); err != nil {
+	if err := s.ReadBarrier(ctx, ReadDefault); err != nil {
 		return err
 	}
 	snap, err := s.fsm.Snapshot()
@@ -258,7 +324,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, w io.Writer) error {
 // leader restores it through Raft, so every server installs it.
 func (s *Store) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	if !s.IsLeader() {
-		return httpapi.ErrNotLeader
+		return ErrNotLeader
 	}
 	// Validate fully (checksum included) before touching Raft.
 	data, err := io.ReadAll(r)
@@ -270,7 +336,7 @@ func (s *Store) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(data))}
 	if err := s.raft.Restore(meta, bytes.NewReader(data), timeoutOf(ctx)); err != nil {
-		return fmt.Errorf("%w: restore: %w", httpapi.ErrOutcomeUnknown, err)
+		return fmt.Errorf("%w: restore: %w", ErrOutcomeUnknown, err)
 	}
 	return nil
 }

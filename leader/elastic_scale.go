@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"cmp"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/fsm"
-	"github.com/amserver/amserver/gossip"
 )
 
 // scaleDown gives back, per pool, the provisioned nodes idle for longer than
@@ -67,39 +66,35 @@ func unusedSpawning(st *fsm.State, pool string, used map[string]bool) int {
 // create for spawning ones, delete for ones being given back once nothing
 // is on their node, and forgets a spawn once its node is gone.
 func (e *elastic) dispatch(ctx context.Context, st *fsm.State, pools map[string]*fsm.Pool, spawns []*fsm.Spawn, now int64) {
-	join, servers := e.addresses()
+	join, servers := e.cfg.Addresses()
 	for _, sp := range spawns {
 		p := pools[sp.Pool]
-		if p == nil {
-			continue // the pool is not elastic any more: nothing to call
-		}
-		prov := newProvisioner(p.Provisioner, e.http, e.cfg.AllowExec)
-		if prov == nil {
-			continue
+		if p == nil || fsm.ProvisionerProblem(p.Provisioner, e.cfg.AllowExec) != "" {
+			continue // not elastic any more, or nothing this server may call
 		}
 		switch sp.State {
 		case fsm.SpawnSpawning:
-			e.calls.start(sp.Pool, prov, provisionRequest(ProvisionCreate, sp, join, servers), e.still(sp.ID, fsm.SpawnSpawning))
+			e.calls.Create(sp, p.Provisioner, join, servers, e.still(sp.ID, fsm.SpawnSpawning))
 		case fsm.SpawnDeleting:
-			e.deprovision(ctx, st, sp, prov, now)
+			e.deprovision(ctx, st, sp, p.Provisioner, now)
 		}
 	}
 }
 
-func (e *elastic) deprovision(ctx context.Context, st *fsm.State, sp *fsm.Spawn, prov Provisioner, now int64) {
+func (e *elastic) deprovision(ctx context.Context, st *fsm.State, sp *fsm.Spawn, prov *fsm.Provisioner, now int64) {
 	n := st.Node(sp.NodeID)
 	if n != nil && !st.NodeIdle(n.ID) {
 		return // the drain is still moving work off it
 	}
-	at, ok := e.calls.succeeded(ProvisionDelete, sp.ID)
+	at, ok := e.calls.Deleted(sp.ID)
 	if !ok {
-		e.calls.start(sp.Pool, prov, provisionRequest(ProvisionDelete, sp, nil, nil), e.still(sp.ID, fsm.SpawnDeleting))
+		e.calls.Delete(sp, prov, e.still(sp.ID, fsm.SpawnDeleting))
 		return
 	}
 	// Forget the node once it is gone from gossip: removed while its worker
 	// still runs, the worker would register it again.
 	gone := n == nil || n.Status == fsm.NodeLeft || n.Status == fsm.NodeDown || n.Status == fsm.NodeUnknown
-	if !gone && time.Since(at) < e.cfg.DeleteGrace {
+	if !gone && e.l.clock.Now().Sub(at) < e.cfg.DeleteGrace {
 		return
 	}
 	e.apply(ctx, fsm.DeleteSpawnType, &fsm.DeleteSpawnRequest{ID: sp.ID, Reason: sp.DeleteReason, Now: now})
@@ -109,38 +104,7 @@ func (e *elastic) deprovision(ctx context.Context, st *fsm.State, sp *fsm.Spawn,
 // spawn that moved on stops retrying.
 func (e *elastic) still(id, state string) func() bool {
 	return func() bool {
-		sp := e.s.store.State().Spawn(id)
-		return sp != nil && sp.State == state && e.s.store.IsLeader()
+		sp := e.l.store.State().Spawn(id)
+		return sp != nil && sp.State == state && e.l.store.IsLeader()
 	}
-}
-
-// addresses are the servers' gossip addresses (for --join) and HTTP
-// addresses (for --servers) a new worker needs.
-func (e *elastic) addresses() (join, servers []string) {
-	s := e.s
-	if s.gossip == nil {
-		servers = append(servers, s.cfg.HTTPAdvertise)
-		for id, addr := range s.cfg.PeerHTTP {
-			if id != s.cfg.NodeID {
-				servers = append(servers, addr)
-			}
-		}
-		slices.Sort(servers)
-		return nil, servers
-	}
-	for _, m := range s.gossip.Members() {
-		if m.Meta.Role == gossip.RoleServer && m.Status == gossip.StatusAlive {
-			join = append(join, m.Address())
-			if m.Meta.HTTPAddr != "" {
-				servers = append(servers, m.Meta.HTTPAddr)
-			}
-		}
-	}
-	if len(join) == 0 {
-		join = []string{s.gossip.LocalAddr()}
-		servers = []string{s.cfg.HTTPAdvertise}
-	}
-	slices.Sort(join)
-	slices.Sort(servers)
-	return join, servers
 }

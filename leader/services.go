@@ -1,4 +1,4 @@
-package agent
+package leader
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 // pools that can satisfy what it consumes (like a DaemonSet, DESIGN §2.5),
 // and stops it on nodes that went down or left.
 type services struct {
-	s *Server
+	l *Leader
 }
 
 func (d *services) Name() string { return "node-services" }
 
 func (d *services) Run(ctx context.Context) {
 	for {
-		watch := d.s.fsm.WatchCh()
-		st := d.s.store.State()
-		if plan := servicePlan(st, d.s.store.Now().UnixNano()); plan != nil {
-			d.s.applyLogged(ctx, fsm.ApplyPlanType, plan)
+		watch := d.l.store.WatchCh()
+		st := d.l.store.State()
+		if plan := servicePlan(st, d.l.clock.Now().UnixNano()); plan != nil {
+			d.l.applyLogged(ctx, fsm.ApplyPlanType, plan)
 		}
 		if !waitChange(ctx, watch, 10*time.Second) {
 			return

@@ -1,0 +1,182 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// Bootstrap starts a new cluster with exactly these voters (id → Raft
+// address). A server with Raft state refuses (raft.ErrCantBootstrap),
+// which is no error here: it is a member already.
+func (s *Store) Bootstrap(voters map[string]string) error {
+	ids := make([]string, 0, len(voters))
+	for id := range voters {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	servers := make([]raft.Server, 0, len(ids))
+	for _, id := range ids {
+		servers = append(servers, raft.Server{ID: raft.ServerID(id), Address: raft.ServerAddress(voters[id]), Suffrage: raft.Voter})
+	}
+	err := s.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("raft bootstrap: %w", err)
+	}
+	return nil
+}
+
+// HasLeader reports whether this server knows a leader.
+func (s *Store) HasLeader() bool { return s.raft.Leader() != "" }
+
+// Voters is the Raft configuration: every server's id and address.
+func (s *Store) Voters() (map[string]string, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("raft configuration: %w", err)
+	}
+	out := map[string]string{}
+	for _, srv := range f.Configuration().Servers {
+		out[string(srv.ID)] = string(srv.Address)
+	}
+	return out, nil
+}
+
+// VoterCount is the number of voters in the configuration (0 when unknown).
+func (s *Store) VoterCount() int {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	n := 0
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
+}
+
+// AddVoter adds a server, after checking its Raft certificate under mutual
+// TLS. A probe that failed recently is not repeated (ErrProbeBackoff).
+func (s *Store) AddVoter(id, addr string) error {
+	if err := s.probeVoter(addr); err != nil {
+		return err
+	}
+	if err := s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+		return fmt.Errorf("add voter %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveServer removes a server from the configuration.
+func (s *Store) RemoveServer(id string) error {
+	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+		return fmt.Errorf("remove server %s: %w", id, err)
+	}
+	return nil
+}
+
+// TransferLeadership hands leadership to server id ("" lets Raft pick).
+func (s *Store) TransferLeadership(_ context.Context, id string) error {
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	var f raft.Future
+	if id == "" {
+		f = s.raft.LeadershipTransfer()
+	} else {
+		addr, err := s.serverAddr(id)
+		if err != nil {
+			return err
+		}
+		f = s.raft.LeadershipTransferToServer(raft.ServerID(id), addr)
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("%w: leadership transfer: %w", ErrOutcomeUnknown, err)
+	}
+	return nil
+}
+
+// RemovePeer is the operator's removal of server id; an unknown id wraps
+// fsm.ErrNotFound.
+func (s *Store) RemovePeer(ctx context.Context, id string) error {
+	if !s.IsLeader() {
+		return ErrNotLeader
+	}
+	if _, err := s.serverAddr(id); err != nil {
+		return err
+	}
+	if err := s.raft.RemoveServer(raft.ServerID(id), 0, timeoutOf(ctx)).Error(); err != nil {
+		return fmt.Errorf("%w: remove server: %w", ErrOutcomeUnknown, err)
+	}
+	return nil
+}
+
+func (s *Store) serverAddr(id string) (raft.ServerAddress, error) {
+	voters, err := s.Voters()
+	if err != nil {
+		return "", err
+	}
+	addr, ok := voters[id]
+	if !ok {
+		return "", fmt.Errorf("server %s: %w", id, fsm.ErrNotFound)
+	}
+	return raft.ServerAddress(addr), nil
+}
+
+// Info is this server's view of Raft.
+func (s *Store) Info(context.Context) (Info, error) {
+	stats := s.raft.Stats()
+	num := func(key string) uint64 {
+		v, _ := strconv.ParseUint(stats[key], 10, 64)
+		return v
+	}
+	info := Info{
+		State: stateName(s.raft.State()), Term: num("term"), LastIndex: s.raft.LastIndex(),
+		CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.raft.AppliedIndex(),
+		LastSnapshotIndex: num("last_snapshot_index"), ConfigIndex: num("latest_configuration_index"),
+	}
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return info, fmt.Errorf("raft configuration: %w", err)
+	}
+	_, leader := s.raft.LeaderWithID()
+	for _, srv := range f.Configuration().Servers {
+		info.Servers = append(info.Servers, Peer{
+			ID: string(srv.ID), Address: string(srv.Address), Suffrage: suffrageName(srv.Suffrage), Leader: srv.ID == leader,
+		})
+	}
+	return info, nil
+}
+
+func stateName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Shutdown:
+		return "shutdown"
+	default:
+		return "follower"
+	}
+}
+
+func suffrageName(s raft.ServerSuffrage) string {
+	switch s {
+	case raft.Voter:
+		return "voter"
+	case raft.Nonvoter:
+		return "nonvoter"
+	default:
+		return "staging"
+	}
+}
