@@ -1,5 +1,6 @@
-// Package agent is amserver's server and worker runtime: Raft setup, gossip
-// wiring, leadership, leader duties, and the worker loop.
+// Package agent is amserver's server runtime: Raft setup, gossip wiring,
+// leadership and leader duties, and the dev cluster that runs servers and
+// workers (package worker) in one process.
 package agent
 
 import (

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/amserver/amserver/internal/backoff"
 )
 
 // provisionCalls runs provisioner calls for the elastic duty, each on its
@@ -85,7 +87,7 @@ func (c *provisionCalls) start(pool string, p Provisioner, req *ProvisionRequest
 }
 
 func (c *provisionCalls) retry(sem chan struct{}, p Provisioner, req *ProvisionRequest, wanted func() bool) bool {
-	b := newBackoff(c.cfg.RetryMin, c.cfg.RetryMax)
+	b := backoff.New(c.cfg.RetryMin, c.cfg.RetryMax)
 	for attempt := 1; c.ctx.Err() == nil; attempt++ {
 		if !wanted() {
 			return false
@@ -104,9 +106,9 @@ func (c *provisionCalls) retry(sem chan struct{}, p Provisioner, req *ProvisionR
 		c.failures[callKey(req.Op, req.RequestID)] = err.Error()
 		c.mu.Unlock()
 		if errors.Is(err, errPermanent) {
-			b.cur = b.max
+			b.Saturate()
 		}
-		b.wait(c.ctx)
+		b.Wait(c.ctx)
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/internal/certs"
+	"github.com/amserver/amserver/worker"
 )
 
 // testPKI is a CA in a temporary directory that issues certificates.
@@ -116,7 +118,7 @@ func startServer(t *testing.T, cfg Config) *Server {
 func waitLeader(t *testing.T, servers []*Server) *Server {
 	t.Helper()
 	var leader *Server
-	waitFor(t, 30*time.Second, "a ready leader", func() bool {
+	eventually(t, 30*time.Second, "a ready leader", func() bool {
 		for _, s := range servers {
 			if s.store.IsLeader() && s.store.ready.Load() {
 				leader = s
@@ -190,7 +192,7 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 		t.Error("a client without a certificate was served although verify-incoming is on")
 	}
 
-	w, err := NewWorker(WorkerConfig{
+	w, err := worker.New(worker.Config{
 		NodeID: "w1", Inventory: api.NodeSpec{Pool: "tls", TotalCapacity: 4},
 		Join: []string{leader.gossip.LocalAddr()}, Gossip: loopbackGossip(), TLS: pki.files(false, false),
 		PollWait: time.Second,
@@ -202,7 +204,7 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Kill() })
-	waitFor(t, 15*time.Second, "the worker to register over https", func() bool {
+	eventually(t, 15*time.Second, "the worker to register over https", func() bool {
 		return leader.store.State().Node("w1") != nil
 	})
 }
@@ -244,7 +246,7 @@ func TestRaftRefusesServersWithoutAValidCertificate(t *testing.T) {
 		}
 		intruders = append(intruders, startServer(t, cfg))
 	}
-	waitFor(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() bool {
+	eventually(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() bool {
 		for _, s := range intruders {
 			if m, ok := leader.gossip.Member(s.cfg.NodeID); !ok || m.Status != gossip.StatusAlive {
 				return false
@@ -310,7 +312,7 @@ func TestRaftTLSDialToSilentPeerTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := newTLSStreamLayer("127.0.0.1:0", nil, tc, discardLogger())
+	l, err := newTLSStreamLayer("127.0.0.1:0", nil, tc, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
