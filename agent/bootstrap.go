@@ -127,13 +127,3 @@ func (s *Server) advertiseMembership(ctx context.Context) {
 		s.logger.Warn("advertising Raft membership in gossip failed", "err", err)
 	}
 }
-
-// sortedKeys returns a map's keys in order, for deterministic iteration.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

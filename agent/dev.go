@@ -13,6 +13,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/worker"
 )
 
 // DevConfig configures the embedded dev cluster (DESIGN §1).
@@ -26,7 +27,7 @@ type DevConfig struct {
 	// DeleteTimeout bounds the deletion saga (default 60 s).
 	DeleteTimeout time.Duration
 	// Driver makes each simulated worker's driver (default: none).
-	Driver func() Driver
+	Driver func() worker.Driver
 	// Configure, when set, adjusts each server's configuration.
 	Configure func(*Config)
 }
@@ -34,7 +35,7 @@ type DevConfig struct {
 // DevCluster is servers and simulated workers in one process.
 type DevCluster struct {
 	Servers []*Server
-	Workers []*Worker
+	Workers []*worker.Worker
 	tmpDir  string
 }
 
@@ -145,7 +146,7 @@ func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig) error {
 	host, _, _ := net.SplitHostPort(cfg.HTTPAddr)
 	for i := range cfg.Workers {
 		dom := devDomains[i%len(devDomains)]
-		wc := WorkerConfig{
+		wc := worker.Config{
 			NodeID: fmt.Sprintf("worker-%d", i+1), AZ: dom.az, Cloud: dom.cloud,
 			Inventory: devInventory(i, dom.az, dom.cloud), Servers: []string{d.Servers[0].HTTPAddr()},
 			Join: join, Logger: cfg.Logger,
@@ -155,7 +156,7 @@ func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig) error {
 		}
 		wc.Gossip = gossip.DefaultConfig()
 		wc.Gossip.BindAddr, wc.Gossip.BindPort = host, 0
-		w, err := NewWorker(wc)
+		w, err := worker.New(wc)
 		if err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/ledger"
+	"github.com/amserver/amserver/worker"
 )
 
 // watchOvercommit checks the ledger invariants on every state change until
@@ -50,9 +51,9 @@ func watchOvercommit(t *testing.T, f *fsm.FSM) func() {
 	}
 }
 
-func workerByID(d *DevCluster, id string) *Worker {
+func workerByID(d *DevCluster, id string) *worker.Worker {
 	for _, w := range d.Workers {
-		if w.cfg.NodeID == id {
+		if w.NodeID() == id {
 			return w
 		}
 	}

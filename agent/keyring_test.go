@@ -11,6 +11,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/worker"
 )
 
 func gossipKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
@@ -79,7 +80,7 @@ func keyringWhere(t *testing.T, c *api.Client, what string, cond func(*api.Keyri
 	// or failing that from memberlist's push/pull sync every 30 s: the
 	// deadline covers one sync, so a broadcast lost on a loaded machine
 	// (a CI run under -race missed 15 s) does not fail the test.
-	waitFor(t, 45*time.Second, what, func() bool {
+	eventually(t, 45*time.Second, what, func() bool {
 		kr, _, err := c.Keyring(t.Context(), false, nil)
 		return err == nil && cond(kr)
 	})
@@ -113,11 +114,11 @@ func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 		return len(kr.Keys) == 1 && kr.Keys[0].Primary && allConverged(4)(kr)
 	})
 
-	observers := map[string]*gossip.Gossip{"w1": w.gossip}
+	observers := map[string]*gossip.Gossip{"w1": w.Gossip()}
 	for _, s := range servers {
 		observers[s.cfg.NodeID] = s.gossip
 	}
-	waitFor(t, 15*time.Second, "every member to see every other alive", func() bool {
+	eventually(t, 15*time.Second, "every member to see every other alive", func() bool {
 		for _, g := range observers {
 			for name := range observers {
 				if m, ok := g.Member(name); !ok || m.Status != gossip.StatusAlive {
@@ -165,18 +166,18 @@ func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 	}
 
 	late := startWorker(t, "w2", []string{leader.gossip.LocalAddr()}, []string{leader.HTTPAddr()}, calmGossip(k1))
-	waitFor(t, 20*time.Second, "the worker that missed the rotation to rejoin", func() bool {
+	eventually(t, 20*time.Second, "the worker that missed the rotation to rejoin", func() bool {
 		m, ok := leader.gossip.Member("w2")
 		return ok && m.Status == gossip.StatusAlive
 	})
-	if got := late.gossip.Keyring(); len(got) != 1 || !bytes.Equal(got[0], k2) {
+	if got := late.Gossip().Keyring(); len(got) != 1 || !bytes.Equal(got[0], k2) {
 		t.Errorf("the late worker holds %d keys", len(got))
 	}
 }
 
-func startWorker(t *testing.T, id string, join, servers []string, gc gossip.Config) *Worker {
+func startWorker(t *testing.T, id string, join, servers []string, gc gossip.Config) *worker.Worker {
 	t.Helper()
-	w, err := NewWorker(WorkerConfig{
+	w, err := worker.New(worker.Config{
 		NodeID: id, Inventory: api.NodeSpec{Pool: "p", TotalCapacity: 4},
 		Join: join, Servers: servers, Gossip: gc, PollWait: 5 * time.Second,
 	})
@@ -217,7 +218,7 @@ func TestReplicatedKeyringWinsOverEncryptFlag(t *testing.T) {
 	cfg.Bootstrap, cfg.BootstrapExpect, cfg.Join = false, 0, nil
 	cfg.Gossip = calmGossip(k1) // the outdated key
 	again := startServer(t, cfg)
-	waitFor(t, 15*time.Second, "the restarted server to apply the replicated keyring", func() bool {
+	eventually(t, 15*time.Second, "the restarted server to apply the replicated keyring", func() bool {
 		got := again.gossip.Keyring()
 		return len(got) == 1 && bytes.Equal(got[0], k2)
 	})

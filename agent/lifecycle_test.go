@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/worker"
 )
 
 func startDev(t *testing.T, servers, workers int, mutate func(*DevConfig)) (*DevCluster, *api.Client) {
@@ -107,7 +108,7 @@ func TestStartAtStopAt(t *testing.T) {
 
 // stuckDriver runs tasks but never confirms a stop, like a worker whose
 // workload ignores signals: the node stays alive in gossip but silent.
-type stuckDriver struct{ NoneDriver }
+type stuckDriver struct{ *worker.NoneDriver }
 
 func (d *stuckDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
 	if a.Desired != "run" {
@@ -122,7 +123,7 @@ func (d *stuckDriver) Ensure(ctx context.Context, a api.Assignment) (string, str
 func TestDeleteTimeoutReleasesSilentNode(t *testing.T) {
 	_, c := startDev(t, 1, 1, func(cfg *DevConfig) {
 		cfg.DeleteTimeout = 2 * time.Second
-		cfg.Driver = func() Driver { return &stuckDriver{NoneDriver: NoneDriver{tasks: map[string]bool{}}} }
+		cfg.Driver = func() worker.Driver { return &stuckDriver{NoneDriver: worker.NewNoneDriver()} }
 	})
 	ctx := ctxTimeout(t, 60*time.Second)
 	if _, err := c.CreateBundle(ctx, oneJob("quiet", 1)); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/internal/certs"
 	"github.com/amserver/amserver/raftstore"
+	"github.com/amserver/amserver/worker"
 )
 
 // testPKI is a CA in a temporary directory that issues certificates.
@@ -117,7 +118,7 @@ func startServer(t *testing.T, cfg Config) *Server {
 func waitLeader(t *testing.T, servers []*Server) *Server {
 	t.Helper()
 	var leader *Server
-	waitFor(t, 30*time.Second, "a ready leader", func() bool {
+	eventually(t, 30*time.Second, "a ready leader", func() bool {
 		for _, s := range servers {
 			if s.store.IsLeader() && s.store.Ready() {
 				leader = s
@@ -191,7 +192,7 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 		t.Error("a client without a certificate was served although verify-incoming is on")
 	}
 
-	w, err := NewWorker(WorkerConfig{
+	w, err := worker.New(worker.Config{
 		NodeID: "w1", Inventory: api.NodeSpec{Pool: "tls", TotalCapacity: 4},
 		Join: []string{leader.gossip.LocalAddr()}, Gossip: loopbackGossip(), TLS: pki.files(false, false),
 		PollWait: time.Second,
@@ -203,7 +204,7 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Kill() })
-	waitFor(t, 15*time.Second, "the worker to register over https", func() bool {
+	eventually(t, 15*time.Second, "the worker to register over https", func() bool {
 		return leader.store.State().Node("w1") != nil
 	})
 }
@@ -245,7 +246,7 @@ func TestRaftRefusesServersWithoutAValidCertificate(t *testing.T) {
 		}
 		intruders = append(intruders, startServer(t, cfg))
 	}
-	waitFor(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() bool {
+	eventually(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() bool {
 		for _, s := range intruders {
 			if m, ok := leader.gossip.Member(s.cfg.NodeID); !ok || m.Status != gossip.StatusAlive {
 				return false

@@ -12,6 +12,7 @@ import (
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/worker"
 )
 
 // foPool is the pool the failover suite's workers register in.
@@ -29,13 +30,13 @@ type foTopology struct {
 // gossiping over loopback UDP and TCP.
 type foCluster struct {
 	servers []*agent.Server
-	workers map[string]*agent.Worker
+	workers map[string]*worker.Worker
 	drivers map[string]*foDriver
 	logger  *slog.Logger
 }
 
 func startFoCluster(ctx context.Context, dir string, topo foTopology, logger *slog.Logger) (*foCluster, error) {
-	c := &foCluster{workers: map[string]*agent.Worker{}, drivers: map[string]*foDriver{}, logger: logger}
+	c := &foCluster{workers: map[string]*worker.Worker{}, drivers: map[string]*foDriver{}, logger: logger}
 	if err := c.startServers(ctx, dir, topo); err != nil {
 		return nil, errors.Join(err, c.kill())
 	}
@@ -79,14 +80,14 @@ func (c *foCluster) startWorkers(ctx context.Context, topo foTopology) error {
 		id := fmt.Sprintf("w%d", i+1)
 		az := fmt.Sprintf("az-%d", i%3+1)
 		d := newFoDriver()
-		wc := agent.WorkerConfig{
+		wc := worker.Config{
 			NodeID: id, AZ: az, Cloud: "cloud-a", Driver: d, Servers: servers, Join: join, Logger: c.logger,
 			Inventory: api.NodeSpec{Pool: foPool, TotalCapacity: 16, TotalCores: 16,
 				Labels: map[string]string{"az": az, "cloud": "cloud-a"}},
 		}
 		wc.Gossip = topo.gossip
 		wc.Gossip.BindAddr, wc.Gossip.BindPort = "127.0.0.1", 0
-		w, err := agent.NewWorker(wc)
+		w, err := worker.New(wc)
 		if err != nil {
 			return fmt.Errorf("start worker %s: %w", id, err)
 		}
@@ -156,7 +157,7 @@ func (c *foCluster) kill() error {
 // a bundle as primary at each epoch: the moment a backup worker learns it
 // has been promoted.
 type foDriver struct {
-	*agent.NoneDriver
+	*worker.NoneDriver
 	mu      sync.Mutex
 	primary map[string]foPromotion // bundle id → latest epoch seen as primary
 	changed chan struct{}          // closed and replaced on every new entry
@@ -168,10 +169,10 @@ type foPromotion struct {
 }
 
 func newFoDriver() *foDriver {
-	return &foDriver{NoneDriver: agent.NewNoneDriver(), primary: map[string]foPromotion{}, changed: make(chan struct{})}
+	return &foDriver{NoneDriver: worker.NewNoneDriver(), primary: map[string]foPromotion{}, changed: make(chan struct{})}
 }
 
-// Ensure implements agent.Driver.
+// Ensure implements worker.Driver.
 func (d *foDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
 	if a.Role == api.RolePrimary && a.Desired == api.DesiredRun && a.BundleID != "" {
 		d.mu.Lock()

@@ -158,7 +158,7 @@ func (c *Calls) retry(sem chan struct{}, p Provisioner, req *ProvisionRequest, w
 		c.failures[callKey(req.Op, req.RequestID)] = err.Error()
 		c.mu.Unlock()
 		if errors.Is(err, errPermanent) {
-			b.Slowest()
+			b.Saturate()
 		}
 		b.Wait(c.ctx)
 	}

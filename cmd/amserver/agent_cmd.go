@@ -15,6 +15,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/worker"
 )
 
 // agentFlags are the flags of `amserver agent` (DESIGN §8).
@@ -139,7 +140,7 @@ func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	if err != nil {
 		return badFlags(err)
 	}
-	w, err := agent.NewWorker(cfg)
+	w, err := worker.New(cfg)
 	if err != nil {
 		return err
 	}

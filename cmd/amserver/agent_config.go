@@ -16,6 +16,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/worker"
 )
 
 // flagsError marks a bad flag value or config file: a usage error.
@@ -71,36 +72,36 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	}, nil
 }
 
-func (f *agentFlags) workerConfig(logger *slog.Logger) (agent.WorkerConfig, error) {
+func (f *agentFlags) workerConfig(logger *slog.Logger) (worker.Config, error) {
 	id, err := defaultNodeID(f.nodeID)
 	if err != nil {
-		return agent.WorkerConfig{}, err
+		return worker.Config{}, err
 	}
 	inv, err := f.inventory.spec(f.pool, f.az, f.cloud)
 	if err != nil {
-		return agent.WorkerConfig{}, err
+		return worker.Config{}, err
 	}
 	driver, err := newDriver(f.inventory.driver, f.workerStateDir(id), logger)
 	if err != nil {
-		return agent.WorkerConfig{}, err
+		return worker.Config{}, err
 	}
 	gc, err := f.gossipConfig(logger)
 	if err != nil {
-		return agent.WorkerConfig{}, err
+		return worker.Config{}, err
 	}
-	return agent.WorkerConfig{
+	return worker.Config{
 		NodeID: id, Inventory: inv, AZ: f.az, Cloud: f.cloud, Driver: driver,
 		Servers: f.servers, Token: os.Getenv("AMSERVER_TOKEN"), Join: f.join, Gossip: gc, Logger: logger,
 		TLS: f.security.tlsFiles(),
 	}, nil
 }
 
-func newDriver(name, stateDir string, logger *slog.Logger) (agent.Driver, error) {
+func newDriver(name, stateDir string, logger *slog.Logger) (worker.Driver, error) {
 	switch name {
 	case "", api.DriverNone:
-		return agent.NewNoneDriver(), nil
+		return worker.NewNoneDriver(), nil
 	case api.DriverExec:
-		return agent.NewExecDriver(stateDir, logger)
+		return worker.NewExecDriver(stateDir, logger)
 	default:
 		return nil, fmt.Errorf("--driver %q: want exec or none", name)
 	}

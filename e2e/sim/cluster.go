@@ -15,6 +15,8 @@ import (
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/raftstore"
+	// Aliased: this package's own worker type names a simulated node.
+	amworker "github.com/amserver/amserver/worker"
 )
 
 // Pool is the pool the simulated workers join and the workload uses.
@@ -38,7 +40,7 @@ type server struct {
 type worker struct {
 	id, az, cloud string
 	gossipAddr    string
-	w             *agent.Worker // nil while killed
+	w             *amworker.Worker // nil while killed
 }
 
 // cluster is the simulated deployment: servers on raft's in-memory
@@ -168,7 +170,7 @@ func (c *cluster) startWorker(ctx context.Context, w *worker) error {
 	for i, s := range c.servers {
 		httpAddrs[i] = s.httpAddr
 	}
-	wc := agent.WorkerConfig{
+	wc := amworker.Config{
 		NodeID: w.id, AZ: w.az, Cloud: w.cloud,
 		Inventory: c.nodeSpec(w, workerCapacity),
 		Servers:   httpAddrs, Join: c.serverGossipAddrs(), Gossip: c.gossipConfig(w.gossipAddr),
@@ -177,7 +179,7 @@ func (c *cluster) startWorker(ctx context.Context, w *worker) error {
 	if c.acl {
 		wc.Token = workerSecret(w.id)
 	}
-	wk, err := agent.NewWorker(wc)
+	wk, err := amworker.New(wc)
 	if err != nil {
 		return fmt.Errorf("worker %s: %w", w.id, err)
 	}

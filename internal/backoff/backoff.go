@@ -1,5 +1,5 @@
-// Package backoff is the doubling wait between retries that the worker's
-// loops and the leader's provisioner calls share.
+// Package backoff is the capped exponential delay that the server's
+// provisioner calls and the worker's loops share between retries.
 package backoff
 
 import (
@@ -7,22 +7,23 @@ import (
 	"time"
 )
 
-// Backoff doubles its wait from Min up to Max; Reset starts over.
+// Backoff is a capped exponential delay; not safe for concurrent use (each
+// retry loop owns its own).
 type Backoff struct {
 	min, max, cur time.Duration
 }
 
-// New returns a backoff that waits min first and never more than max.
+// New starts at min and doubles up to max.
 func New(min, max time.Duration) *Backoff { return &Backoff{min: min, max: max, cur: min} }
 
-// Reset makes the next wait the shortest again.
+// Reset brings the next delay back to min, after a success.
 func (b *Backoff) Reset() { b.cur = b.min }
 
-// Slowest makes the next wait the longest: for failures that retrying
-// soon will not change.
-func (b *Backoff) Slowest() { b.cur = b.max }
+// Saturate makes the next delay max: a failure that retrying soon will not
+// fix.
+func (b *Backoff) Saturate() { b.cur = b.max }
 
-// Wait waits the current interval (or until ctx ends) and doubles it.
+// Wait sleeps for the current delay, or until ctx ends, then doubles it.
 func (b *Backoff) Wait(ctx context.Context) {
 	t := time.NewTimer(b.cur)
 	defer t.Stop()

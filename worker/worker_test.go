@@ -1,8 +1,9 @@
-package agent
+package worker
 
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/amserver/amserver/api"
 )
@@ -15,7 +16,7 @@ func TestWorkerStopsWhatIsNoLongerAssigned(t *testing.T) {
 	ctx := t.Context()
 	drv.Ensure(ctx, api.Assignment{ID: "moved:0:j@w1", Desired: "run"})
 	drv.Ensure(ctx, api.Assignment{ID: "kept:0:j@w1", Desired: "run"})
-	w := &Worker{cfg: WorkerConfig{NodeID: "w1", Driver: drv}, logger: discardLogger()}
+	w := &Worker{cfg: Config{NodeID: "w1", Driver: drv}, logger: slog.New(slog.DiscardHandler)}
 	kept := api.Assignment{ID: "kept:0:j@w1", Desired: "run", Status: api.JobRunning}
 	if err := w.reconcile(ctx, nil, []api.Assignment{kept}); err != nil {
 		t.Fatal(err)
@@ -25,4 +26,19 @@ func TestWorkerStopsWhatIsNoLongerAssigned(t *testing.T) {
 	}
 }
 
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// eventually polls cond on a ticker until it holds, and fails the test once
+// timeout has passed without it.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		case <-tick.C:
+		}
+	}
+}

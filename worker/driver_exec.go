@@ -1,4 +1,4 @@
-package agent
+package worker
 
 import (
 	"context"
@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/backoff"
 )
 
 // TaskEvent is a state change the driver noticed on its own (a crash, a
@@ -116,7 +119,7 @@ func (d *ExecDriver) Stop(id string) error {
 func (d *ExecDriver) Running() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return sortedKeys(d.tasks)
+	return slices.Sorted(maps.Keys(d.tasks))
 }
 
 // StopAll implements Driver.
@@ -131,7 +134,7 @@ func (d *ExecDriver) StopAll() error {
 // exponential backoff; a run that lasted a minute resets the backoff.
 func (d *ExecDriver) supervise(t *execTask) {
 	defer close(t.done)
-	bo := newBackoff(time.Second, 30*time.Second)
+	bo := backoff.New(time.Second, 30*time.Second)
 	for {
 		started := time.Now()
 		err := d.runOnce(t)
@@ -148,11 +151,11 @@ func (d *ExecDriver) supervise(t *execTask) {
 		t.set(api.JobFailed, msg)
 		d.emit(t, api.JobFailed, msg)
 		if time.Since(started) > time.Minute {
-			bo.reset()
+			bo.Reset()
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { <-t.halted; cancel() }()
-		bo.wait(ctx)
+		bo.Wait(ctx)
 		cancel()
 	}
 }
@@ -230,7 +233,7 @@ func taskEnv(a api.Assignment, stateFile string) []string {
 	if len(a.GPUs) > 0 {
 		env = append(env, "AMSERVER_GPUS="+joinInts(a.GPUs))
 	}
-	for _, k := range sortedKeys(a.Launch.Env) {
+	for _, k := range slices.Sorted(maps.Keys(a.Launch.Env)) {
 		env = append(env, k+"="+a.Launch.Env[k])
 	}
 	return env

@@ -1,4 +1,4 @@
-package agent
+package worker
 
 import (
 	"context"
@@ -12,17 +12,6 @@ import (
 
 	"github.com/amserver/amserver/api"
 )
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func nextEvent(t *testing.T, d *ExecDriver) TaskEvent {
 	t.Helper()
@@ -68,7 +57,7 @@ while true; do sleep 0.1; done`
 	if ev := nextEvent(t, d); ev.State != api.JobRunning {
 		t.Fatalf("restart event %+v", ev)
 	}
-	waitFor(t, 10*time.Second, "pid file", func() bool { _, err := os.Stat(out + ".pid"); return err == nil })
+	eventually(t, 10*time.Second, "pid file", func() bool { _, err := os.Stat(out + ".pid"); return err == nil })
 	body, _ := os.ReadFile(out)
 	if !strings.Contains(string(body), "b1 enc backup 1 "+strconv.Itoa(core)+" x") {
 		t.Fatalf("environment not passed: %q", body)
@@ -81,7 +70,7 @@ while true; do sleep 0.1; done`
 	if state, _ := d.Ensure(ctx, a); state != api.JobRunning {
 		t.Fatalf("after promotion: %s", state)
 	}
-	waitFor(t, 10*time.Second, "role file re-read on SIGHUP", func() bool {
+	eventually(t, 10*time.Second, "role file re-read on SIGHUP", func() bool {
 		b, _ := os.ReadFile(out)
 		return strings.Contains(string(b), `"epoch":2`) && strings.Contains(string(b), `"role":"primary"`)
 	})

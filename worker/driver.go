@@ -1,7 +1,9 @@
-package agent
+package worker
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/amserver/amserver/api"
@@ -60,7 +62,7 @@ func (d *NoneDriver) Stop(id string) error {
 func (d *NoneDriver) Running() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return sortedKeys(d.tasks)
+	return slices.Sorted(maps.Keys(d.tasks))
 }
 
 // StopAll implements Driver.

@@ -1,4 +1,4 @@
-package agent
+package worker
 
 import (
 	"fmt"
@@ -9,11 +9,11 @@ import (
 	"github.com/amserver/amserver/internal/certs"
 )
 
-// workerHTTPS is the worker's HTTPS client; nil without a CA. Servers are
+// httpsClient is the worker's HTTPS client; nil without a CA. Servers are
 // verified by the server name their certificates carry, not by the address
 // they were reached at. One client serves every call, so connections (and
 // their handshakes) are reused.
-func workerHTTPS(f certs.Files) (*http.Client, error) {
+func httpsClient(f certs.Files) (*http.Client, error) {
 	if f.CAFile == "" {
 		if f.Enabled() {
 			return nil, fmt.Errorf("worker: a TLS certificate needs the CA too (--tls-ca)")

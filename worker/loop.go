@@ -1,17 +1,18 @@
-package agent
+package worker
 
 import (
 	"context"
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/backoff"
 )
 
 // run registers the worker, then follows its assignments with blocking
 // queries for as long as ctx lives. Every failure backs off and retries
 // against the next server: a server failover never restarts running tasks.
 func (w *Worker) run(ctx context.Context) {
-	backoff := newBackoff(100*time.Millisecond, 5*time.Second)
+	bo := backoff.New(100*time.Millisecond, 5*time.Second)
 	registered := false
 	var index uint64
 	for ctx.Err() == nil {
@@ -35,10 +36,10 @@ func (w *Worker) run(ctx context.Context) {
 			}
 			w.logger.Debug("worker loop retrying", "err", err)
 			w.rotate()
-			backoff.wait(ctx)
+			bo.Wait(ctx)
 			continue
 		}
-		backoff.reset()
+		bo.Reset()
 	}
 }
 
@@ -77,25 +78,6 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 		}
 	}
 	return nil
-}
-
-// backoff is a capped exponential delay.
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func newBackoff(min, max time.Duration) *backoff { return &backoff{min: min, max: max, cur: min} }
-
-func (b *backoff) reset() { b.cur = b.min }
-
-func (b *backoff) wait(ctx context.Context) {
-	t := time.NewTimer(b.cur)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	b.cur = min(b.cur*2, b.max)
 }
 
 // reportEvents reports what the driver noticed on its own. A report that

@@ -1,4 +1,11 @@
-package agent
+// Package worker is amserver's worker runtime, the process on every node
+// that runs work. It owns registering the node's inventory with the
+// servers, following the node's assignments with blocking queries, running
+// them through drivers behind one Driver interface (none, exec), reporting
+// their status back, and following the replicated gossip keyring. It talks
+// to servers only through package api and gossip, never through server
+// internals, so it runs on nodes that hold no Raft state.
+package worker
 
 import (
 	"context"
@@ -14,9 +21,9 @@ import (
 	"github.com/amserver/amserver/internal/certs"
 )
 
-// WorkerConfig configures a worker: its identity, failure domain, inventory
-// and how it finds the servers.
-type WorkerConfig struct {
+// Config configures a worker: its identity, failure domain, inventory and
+// how it finds the servers.
+type Config struct {
 	NodeID    string
 	Inventory api.NodeSpec // pool, labels, taints, capacity, cores, GPUs, capabilities
 	AZ, Cloud string
@@ -41,7 +48,7 @@ type WorkerConfig struct {
 // Worker joins gossip with its failure-domain labels, registers its
 // inventory, and runs its assignments through a driver.
 type Worker struct {
-	cfg    WorkerConfig
+	cfg    Config
 	logger *slog.Logger
 	gossip *gossip.Gossip
 	https  *http.Client // nil: plain HTTP; shared so connections are reused
@@ -53,8 +60,8 @@ type Worker struct {
 	stopped bool
 }
 
-// NewWorker creates the worker's gossip member; Start joins and runs it.
-func NewWorker(cfg WorkerConfig) (*Worker, error) {
+// New creates the worker's gossip member; Start joins and runs it.
+func New(cfg Config) (*Worker, error) {
 	if cfg.NodeID == "" || cfg.Inventory.Pool == "" {
 		return nil, errors.New("worker: node id and pool are required")
 	}
@@ -68,7 +75,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.PollWait = 30 * time.Second
 	}
 	cfg.Inventory.ID = cfg.NodeID
-	hc, err := workerHTTPS(cfg.TLS)
+	hc, err := httpsClient(cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +123,13 @@ func (w *Worker) Start(ctx context.Context) error {
 
 // GossipAddr is the worker's gossip address.
 func (w *Worker) GossipAddr() string { return w.gossip.LocalAddr() }
+
+// NodeID is the node this worker registers as.
+func (w *Worker) NodeID() string { return w.cfg.NodeID }
+
+// Gossip exposes the gossip member, for tests that watch membership and
+// keyrings from the worker's side.
+func (w *Worker) Gossip() *gossip.Gossip { return w.gossip }
 
 // Shutdown leaves gossip gracefully and stops every task.
 func (w *Worker) Shutdown(ctx context.Context) error {
