@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/api"
 )
@@ -22,47 +24,34 @@ func newBundleCmd(a *app) *cobra.Command {
 }
 
 func newBundleValidateCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "validate FILE|-",
-		Short: "Check a bundle file statically, without submitting it (exit 5 when invalid)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var spec api.BundleSpec
-			if err := a.readInput(args[0], "bundle", &spec); err != nil {
-				return err
-			}
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := c.ValidateBundle(ctx, spec)
-			if err != nil {
-				return about(err, "bundle", spec.ID)
-			}
-			return a.printValidation(cmd, spec.ID, resp)
+	var spec api.BundleSpec
+	return clientCmd[*api.ValidateResponse]{
+		Use:     "validate FILE|-",
+		Short:   "Check a bundle file statically, without submitting it (exit 5 when invalid)",
+		Args:    cobra.ExactArgs(1),
+		Prepare: a.fileInput("bundle", &spec, func() string { return spec.ID }, ""),
+		Kind:    "bundle",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.ValidateResponse, error) {
+			return c.ValidateBundle(ctx, spec)
 		},
-	}
+		// The findings go to stdout: they are the answer.
+		Text: func(w io.Writer, resp *api.ValidateResponse) error {
+			if resp.Valid {
+				fmt.Fprintf(w, "bundle %s is valid\n", clean(orDefault(quoted(spec.ID), "file")))
+			}
+			printFindings(w, resp.Errors, resp.Warnings)
+			return nil
+		},
+		Verdict: validationVerdict,
+	}.build(a)
 }
 
-// printValidation prints the findings on stdout (they are the answer) and
-// fails with exit 5 when there are errors.
-func (a *app) printValidation(cmd *cobra.Command, id string, resp *api.ValidateResponse) error {
-	w := cmd.OutOrStdout()
-	if a.json {
-		if err := printJSON(w, resp); err != nil {
-			return err
-		}
-	} else {
-		if resp.Valid {
-			fmt.Fprintf(w, "bundle %s is valid\n", clean(orDefault(quoted(id), "file")))
-		}
-		printFindings(w, resp.Errors, resp.Warnings)
-	}
+// validationVerdict fails with exit 5 when there are errors. The findings
+// are printed already; the error carries only the exit code.
+func validationVerdict(id string, resp *api.ValidateResponse) error {
 	if resp.Valid {
 		return nil
 	}
-	// The findings are printed already; the error carries only the exit code.
 	invalid := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidationFailed}
 	n := len(resp.Errors)
 	return sentence(invalid, "bundle %s is invalid: %d %s", orDefault(quoted(id), "file"), n, plural(n, "error", "errors"))
@@ -76,34 +65,21 @@ func quoted(id string) string {
 }
 
 func newBundlePlanCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "plan FILE|-",
-		Short: "Dry-run placement: show where the bundle would go, and why not",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var spec api.BundleSpec
-			if err := a.readInput(args[0], "bundle", &spec); err != nil {
-				return err
-			}
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			plan, err := c.PlanBundle(ctx, spec)
-			if err != nil {
-				return about(err, "bundle", spec.ID)
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), plan)
-			}
-			return printPlan(cmd, plan)
+	var spec api.BundleSpec
+	return clientCmd[*api.PlanResponse]{
+		Use:     "plan FILE|-",
+		Short:   "Dry-run placement: show where the bundle would go, and why not",
+		Args:    cobra.ExactArgs(1),
+		Prepare: a.fileInput("bundle", &spec, func() string { return spec.ID }, ""),
+		Kind:    "bundle",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.PlanResponse, error) {
+			return c.PlanBundle(ctx, spec)
 		},
-	}
+		Text: printPlan,
+	}.build(a)
 }
 
-func printPlan(cmd *cobra.Command, plan *api.PlanResponse) error {
-	w := cmd.OutOrStdout()
+func printPlan(w io.Writer, plan *api.PlanResponse) error {
 	b := &plan.Bundle
 	fmt.Fprintf(w, "Plan for bundle %s (dry run, nothing was changed): would be %s\n",
 		clean(orDefault(quoted(b.ID), "(no id)")), clean(orDefault(b.State, "unknown")))
@@ -118,105 +94,73 @@ func printPlan(cmd *cobra.Command, plan *api.PlanResponse) error {
 
 func newBundleListCmd(a *app) *cobra.Command {
 	var f api.BundleFilter
-	cmd := newListCmd(a, "List bundles", "bundles",
-		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Bundle, error) {
+	return listCmd[api.Bundle]{
+		Short: "List bundles",
+		Kind:  "bundles",
+		Flags: func(fl *pflag.FlagSet) {
+			fl.StringVar(&f.Pool, "pool", "", "only bundles of this pool")
+			fl.StringVar(&f.State, "state", "", "only bundles in this state (pending, placed, degraded, ...)")
+		},
+		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Bundle, error) {
 			bundles, _, err := c.Bundles(ctx, f, q)
 			return bundles, err
-		}, printBundleList)
-	cmd.Flags().StringVar(&f.Pool, "pool", "", "only bundles of this pool")
-	cmd.Flags().StringVar(&f.State, "state", "", "only bundles in this state (pending, placed, degraded, ...)")
-	return cmd
-}
-
-// nonNil makes an empty list print as [] rather than null.
-func nonNil[T any](v []T) []T {
-	if v == nil {
-		return []T{}
-	}
-	return v
+		},
+		Table: printBundleList,
+	}.build(a)
 }
 
 func newBundleStatusCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:               "status ID",
-		ValidArgsFunction: a.completeBundles(),
-		Short:             "Show a bundle: spec summary, state, replicas, degradations, explanation",
-		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
+	return clientCmd[*api.Bundle]{
+		Use:      "status ID",
+		Complete: a.completeBundles(),
+		Short:    "Show a bundle: spec summary, state, replicas, degradations, explanation",
+		Args:     cobra.ExactArgs(1),
+		Kind:     "bundle",
+		Call: func(ctx context.Context, c *api.Client, args []string) (*api.Bundle, error) {
 			b, _, err := c.Bundle(ctx, args[0], a.query())
-			if err != nil {
-				return about(err, "bundle", args[0])
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), b)
-			}
-			return printBundle(cmd.OutOrStdout(), b, time.Now())
+			return b, err
 		},
-	}
+		Text: func(w io.Writer, b *api.Bundle) error { return printBundle(w, b, time.Now()) },
+	}.build(a)
 }
 
 func newBundleDeleteCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:               "delete ID",
-		ValidArgsFunction: a.completeBundles(),
-		Short:             "Delete a bundle (its jobs are stopped first)",
-		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			b, err := c.DeleteBundle(ctx, args[0])
-			if err != nil {
-				return about(err, "bundle", args[0])
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), b)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "bundle %q is being deleted: its jobs stop first, then it is removed\n", args[0])
-			return nil
+	return clientCmd[*api.Bundle]{
+		Use:      "delete ID",
+		Complete: a.completeBundles(),
+		Short:    "Delete a bundle (its jobs are stopped first)",
+		Args:     cobra.ExactArgs(1),
+		Kind:     "bundle",
+		Call: func(ctx context.Context, c *api.Client, args []string) (*api.Bundle, error) {
+			return c.DeleteBundle(ctx, args[0])
 		},
-	}
+		Sentence: func(id string, _ *api.Bundle) string {
+			return fmt.Sprintf("bundle %q is being deleted: its jobs stop first, then it is removed", id)
+		},
+	}.build(a)
 }
 
 func newBundleReplaceCmd(a *app) *cobra.Command {
-	var cas uint64
-	cmd := &cobra.Command{
+	var (
+		spec api.BundleSpec
+		cas  uint64
+	)
+	return clientCmd[*api.CreateResponse]{
 		Use:   "replace FILE|-",
 		Short: "Replace a bundle's spec (the file must name the bundle's id)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var spec api.BundleSpec
-			if err := a.readInput(args[0], "bundle", &spec); err != nil {
-				return err
-			}
-			if spec.ID == "" {
-				return usagef("bundle file %s has no id; replace needs the id of the bundle to replace", displayName(args[0]))
-			}
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			resp, err := c.ReplaceBundle(ctx, spec, cas)
-			if err != nil {
-				return about(err, "bundle", spec.ID)
-			}
-			printWarnings(cmd.ErrOrStderr(), resp.Warnings)
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), resp)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "bundle %q replaced (state %s, modify index %d)\n",
-				spec.ID, clean(resp.Bundle.State), resp.Bundle.ModifyIndex)
-			return nil
+		Flags: func(fl *pflag.FlagSet) {
+			fl.Uint64Var(&cas, "cas", 0, "replace only if the bundle's modify index is still N (409 otherwise)")
 		},
-	}
-	cmd.Flags().Uint64Var(&cas, "cas", 0, "replace only if the bundle's modify index is still N (409 otherwise)")
-	return cmd
+		Prepare: a.fileInput("bundle", &spec, func() string { return spec.ID },
+			"has no id; replace needs the id of the bundle to replace"),
+		Kind: "bundle",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.CreateResponse, error) {
+			return c.ReplaceBundle(ctx, spec, cas)
+		},
+		Warnings: func(resp *api.CreateResponse) []api.Finding { return resp.Warnings },
+		Sentence: func(id string, resp *api.CreateResponse) string {
+			return fmt.Sprintf("bundle %q replaced (state %s, modify index %d)", id, clean(resp.Bundle.State), resp.Bundle.ModifyIndex)
+		},
+	}.build(a)
 }

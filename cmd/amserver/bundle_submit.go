@@ -60,38 +60,34 @@ func (a *app) submit(cmd *cobra.Command, spec api.BundleSpec, wait bool) error {
 	}
 	out := cmd.OutOrStdout()
 	printWarnings(cmd.ErrOrStderr(), resp.Warnings)
-	if !a.json {
-		verb := "submitted"
-		if !resp.Created {
-			verb = "was already submitted with this spec"
-		}
-		fmt.Fprintf(out, "bundle %q %s (state %s, index %d)\n", spec.ID, verb, clean(resp.Bundle.State), resp.Bundle.ModifyIndex)
+	verb := "submitted"
+	if !resp.Created {
+		verb = "was already submitted with this spec"
 	}
+	submitted := line("bundle %q %s (state %s, index %d)", spec.ID, verb, clean(resp.Bundle.State), resp.Bundle.ModifyIndex)
 	if !wait {
-		if a.json {
-			return printJSON(out, resp)
-		}
-		return nil
+		return a.emit(out, resp, submitted)
 	}
-	progress := out
-	if a.json {
-		progress = io.Discard // keep stdout a single JSON document
+	// While waiting, the text form is a running account; JSON stays a
+	// single document, printed at the end.
+	progress := io.Discard
+	if !a.json {
+		progress = out
 	}
+	_ = submitted(progress) // a failed terminal write has no one to report to
 	final, waitErr := a.waitBundle(ctx, c, resp.Bundle, progress)
 	if final != nil {
 		resp.Bundle = *final
-		if err := a.printWaitResult(out, resp); err != nil {
+		if err := a.emit(out, resp, func(w io.Writer) error { return printWaitResult(w, &resp.Bundle) }); err != nil {
 			return err
 		}
 	}
 	return waitErr
 }
 
-func (a *app) printWaitResult(w io.Writer, resp *api.CreateResponse) error {
-	if a.json {
-		return printJSON(w, resp)
-	}
-	b := &resp.Bundle
+// printWaitResult is the end of a wait's text: where the bundle runs, or
+// why it cannot.
+func printWaitResult(w io.Writer, b *api.Bundle) error {
 	switch b.State {
 	case api.StatePlaced, api.StateDegraded:
 		printReplicas(w, b)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
@@ -25,11 +27,7 @@ func newKeygenCmd(a *app) *cobra.Command {
 				return fmt.Errorf("generate a key: %w", err)
 			}
 			encoded := base64.StdEncoding.EncodeToString(key)
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"key": encoded})
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), encoded)
-			return nil
+			return a.emit(cmd.OutOrStdout(), map[string]string{"key": encoded}, line("%s", encoded))
 		},
 	}
 }
@@ -57,28 +55,20 @@ while a live member still encrypts with it, unless --force.`,
 
 func newKeyringListCmd(a *app) *cobra.Command {
 	var withKeys bool
-	cmd := &cobra.Command{
+	return clientCmd[*api.Keyring]{
 		Use:   "list",
 		Short: "List the keys and which members have applied them",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			kr, _, err := c.Keyring(ctx, withKeys, a.query())
-			if err != nil {
-				return about(err, "gossip keyring", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), kr)
-			}
-			return printKeyring(cmd.OutOrStdout(), kr)
+		Flags: func(fl *pflag.FlagSet) {
+			fl.BoolVar(&withKeys, "keys", false, "also print the keys themselves (secrets)")
 		},
-	}
-	cmd.Flags().BoolVar(&withKeys, "keys", false, "also print the keys themselves (secrets)")
-	return cmd
+		Kind: "gossip keyring",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.Keyring, error) {
+			kr, _, err := c.Keyring(ctx, withKeys, a.query())
+			return kr, err
+		},
+		Text: printKeyring,
+	}.build(a)
 }
 
 func printKeyring(w io.Writer, kr *api.Keyring) error {
@@ -118,35 +108,32 @@ func printKeyring(w io.Writer, kr *api.Keyring) error {
 	return t.flush()
 }
 
+// newKeyringChangeCmd declares install, use and remove. Errors and output
+// name the key by its fingerprint: the key itself is a secret.
 func newKeyringChangeCmd(a *app, op, short, done string, canForce bool) *cobra.Command {
 	var force bool
-	cmd := &cobra.Command{
+	d := clientCmd[noBody]{
 		Use:   op + " KEY",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Prepare: func(args []string) (string, error) {
 			key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(args[0]))
 			if err != nil {
-				return usagef("KEY is not base64: %v", err)
+				return "", usagef("KEY is not base64: %v", err)
 			}
-			fp := gossip.KeyFingerprint(key)
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := c.ChangeKeyring(ctx, op, args[0], force); err != nil {
-				return about(err, "gossip key", fp)
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: "gossip key", ID: fp, Result: op})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gossip key %s %s\n", strconv.Quote(fp), done)
-			return nil
+			return gossip.KeyFingerprint(key), nil
 		},
+		Kind: "gossip key",
+		Call: func(ctx context.Context, c *api.Client, args []string) (noBody, error) {
+			return noBody{}, c.ChangeKeyring(ctx, op, args[0], force)
+		},
+		Done:     op,
+		Sentence: func(fp string, _ noBody) string { return fmt.Sprintf("gossip key %s %s", strconv.Quote(fp), done) },
 	}
 	if canForce {
-		cmd.Flags().BoolVar(&force, "force", false, "skip the check that every live member has caught up with the previous step")
+		d.Flags = func(fl *pflag.FlagSet) {
+			fl.BoolVar(&force, "force", false, "skip the check that every live member has caught up with the previous step")
+		}
 	}
-	return cmd
+	return d.build(a)
 }

@@ -2,66 +2,54 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/api"
 )
 
-// newListCmd builds a `list` command: fetch the items (reading any filter
-// flags the caller adds), then print them as JSON or as a table.
-func newListCmd[T any](a *app, short, what string,
-	fetch func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]T, error),
-	table func(w io.Writer, items []T) error,
-) *cobra.Command {
-	return &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   short,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			items, err := fetch(ctx, c, a.query())
-			if err != nil {
-				return about(err, what, "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), nonNil(items))
-			}
-			return table(cmd.OutOrStdout(), items)
-		},
-	}
+// listCmd declares a command that lists things. Every list goes through
+// build, so what lists should share (output formats such as -o wide,
+// filtering the items, walking pages) is added there once.
+type listCmd[T any] struct {
+	// Use is "list" (alias "ls") unless set.
+	Use   string
+	Short string
+	// Kind names what is listed, for errors: "nodes".
+	Kind  string
+	Flags func(*pflag.FlagSet)
+	// Fetch reads the items, honouring q (--stale) and any filter flags.
+	Fetch func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]T, error)
+	Table func(w io.Writer, items []T) error
 }
 
-// newRemoveCmd builds a command that removes one thing by id and says so.
-// done is a format with one %q for the id.
-func newRemoveCmd(a *app, use, short, what, done string,
-	remove func(c *api.Client, ctx context.Context, id string) error,
-) *cobra.Command {
-	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := remove(c, ctx, args[0]); err != nil {
-				return about(err, what, args[0])
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: what, ID: args[0], Result: "removed"})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), done+"\n", args[0])
-			return nil
-		},
+func (l listCmd[T]) build(a *app) *cobra.Command {
+	use, aliases := l.Use, []string(nil)
+	if use == "" {
+		use, aliases = "list", []string{"ls"}
 	}
+	return clientCmd[[]T]{
+		Use:     use,
+		Aliases: aliases,
+		Short:   l.Short,
+		Args:    cobra.NoArgs,
+		Flags:   l.Flags,
+		Kind:    l.Kind,
+		Call: func(ctx context.Context, c *api.Client, _ []string) ([]T, error) {
+			return l.Fetch(ctx, c, a.query())
+		},
+		Text: l.Table,
+		// An empty list prints as [] rather than null.
+		JSON: func(_ string, items []T) any { return nonNil(items) },
+	}.build(a)
+}
+
+// nonNil makes an empty list print as [] rather than null.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }

@@ -44,7 +44,12 @@ type stdio struct {
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, s stdio) int {
 	a := &app{stdio: s}
-	root := newRootCmd(a)
+	return a.execute(ctx, newRootCmd(a), args)
+}
+
+// execute runs one command line on root, reports any error and returns
+// the exit code it maps to.
+func (a *app) execute(ctx context.Context, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -191,8 +196,8 @@ func (a *app) context(cmd *cobra.Command) (context.Context, context.CancelFunc) 
 func (a *app) query() *api.QueryOptions { return &api.QueryOptions{Stale: a.stale} }
 
 // connect is the common start of a client command: a client and a context.
-func (a *app) connect(cmd *cobra.Command) (*api.Client, context.Context, context.CancelFunc, error) {
-	c, err := a.client(cmd)
+func (a *app) connect(cmd *cobra.Command, opts ...api.Option) (*api.Client, context.Context, context.CancelFunc, error) {
+	c, err := a.client(cmd, opts...)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,26 +15,16 @@ import (
 )
 
 func newMembersCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return listCmd[api.Member]{
 		Use:   "members",
 		Short: "List the gossip members (servers and workers) the server sees",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			members, err := c.Members(ctx)
-			if err != nil {
-				return about(err, "members", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), nonNil(members))
-			}
-			return printMembers(cmd.OutOrStdout(), members, time.Now())
+		Kind:  "members",
+		// Gossip membership is the answering server's own view: no --stale.
+		Fetch: func(ctx context.Context, c *api.Client, _ *api.QueryOptions) ([]api.Member, error) {
+			return c.Members(ctx)
 		},
-	}
+		Table: func(w io.Writer, members []api.Member) error { return printMembers(w, members, time.Now()) },
+	}.build(a)
 }
 
 func printMembers(w io.Writer, members []api.Member, now time.Time) error {
@@ -59,44 +50,41 @@ type clusterStatus struct {
 }
 
 func newStatusCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return clientCmd[*clusterStatus]{
 		Use:   "status",
 		Short: "Show the server's health and the cluster leader (exit 1 without a leader)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			// No retries: a status check should report "no leader", not
-			// wait for an election to finish.
-			c, err := a.client(cmd, api.WithMaxRetries(0))
-			if err != nil {
-				return err
-			}
-			ctx, cancel := a.context(cmd)
-			defer cancel()
-			st := clusterStatus{Address: c.Address()}
-			if st.Health, err = c.Health(ctx); err != nil {
-				return about(err, "server health", "")
-			}
-			if st.Health.KnownLeader {
-				st.Leader, err = c.Leader(ctx)
-				if err != nil && !api.IsCode(err, api.CodeNoLeader) {
-					return about(err, "leader", "")
-				}
-			}
-			if err := a.printStatus(cmd.OutOrStdout(), &st); err != nil {
-				return err
-			}
+		// No retries: a status check should report "no leader", not wait
+		// for an election to finish.
+		Options: []api.Option{api.WithMaxRetries(0)},
+		Call:    clusterStatusOf,
+		Text:    printStatus,
+		Verdict: func(_ string, st *clusterStatus) error {
 			if st.Leader == nil {
 				return sentence(errors.New("no leader"), "the cluster has no leader")
 			}
 			return nil
 		},
-	}
+	}.build(a)
 }
 
-func (a *app) printStatus(w io.Writer, st *clusterStatus) error {
-	if a.json {
-		return printJSON(w, st)
+// clusterStatusOf reads the server's health, and the leader it knows of.
+func clusterStatusOf(ctx context.Context, c *api.Client, _ []string) (*clusterStatus, error) {
+	st := &clusterStatus{Address: c.Address()}
+	var err error
+	if st.Health, err = c.Health(ctx); err != nil {
+		return nil, about(err, "server health", "")
 	}
+	if st.Health.KnownLeader {
+		st.Leader, err = c.Leader(ctx)
+		if err != nil && !api.IsCode(err, api.CodeNoLeader) {
+			return nil, about(err, "leader", "")
+		}
+	}
+	return st, nil
+}
+
+func printStatus(w io.Writer, st *clusterStatus) error {
 	h := st.Health
 	role := "follower"
 	if h.IsLeader {

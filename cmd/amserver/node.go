@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/api"
 )
@@ -18,11 +20,11 @@ func newNodeCmd(a *app) *cobra.Command {
 		Short: "Inspect nodes and control their scheduling",
 	})
 	cmd.AddCommand(newNodeListCmd(a), newNodeStatusCmd(a),
-		newNodeActionCmd(a, "cordon", "Stop new placements on a node", "node %q cordoned: no new placements\n",
+		newNodeActionCmd(a, "cordon", "Stop new placements on a node", "node %q cordoned: no new placements",
 			(*api.Client).Cordon),
-		newNodeActionCmd(a, "uncordon", "Allow placements on a node again (ends a drain)", "node %q uncordoned\n",
+		newNodeActionCmd(a, "uncordon", "Allow placements on a node again (ends a drain)", "node %q uncordoned",
 			(*api.Client).Uncordon),
-		newNodeActionCmd(a, "drain", "Cordon a node and move its jobs away", "node %q is draining: its jobs are being moved away\n",
+		newNodeActionCmd(a, "drain", "Cordon a node and move its jobs away", "node %q is draining: its jobs are being moved away",
 			(*api.Client).Drain),
 		newNodeDeregisterCmd(a))
 	return cmd
@@ -30,14 +32,19 @@ func newNodeCmd(a *app) *cobra.Command {
 
 func newNodeListCmd(a *app) *cobra.Command {
 	var f api.NodeFilter
-	cmd := newListCmd(a, "List nodes", "nodes",
-		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Node, error) {
+	return listCmd[api.Node]{
+		Short: "List nodes",
+		Kind:  "nodes",
+		Flags: func(fl *pflag.FlagSet) {
+			fl.StringVar(&f.Pool, "pool", "", "only nodes of this pool")
+			fl.StringVar(&f.Status, "status", "", "only nodes with this status (ready, suspect, down, left)")
+		},
+		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Node, error) {
 			nodes, _, err := c.Nodes(ctx, f, q)
 			return nodes, err
-		}, func(w io.Writer, nodes []api.Node) error { return printNodeList(w, nodes, time.Now()) })
-	cmd.Flags().StringVar(&f.Pool, "pool", "", "only nodes of this pool")
-	cmd.Flags().StringVar(&f.Status, "status", "", "only nodes with this status (ready, suspect, down, left)")
-	return cmd
+		},
+		Table: func(w io.Writer, nodes []api.Node) error { return printNodeList(w, nodes, time.Now()) },
+	}.build(a)
 }
 
 func printNodeList(w io.Writer, nodes []api.Node, now time.Time) error {
@@ -76,40 +83,48 @@ func gpuUsage(n api.Node) string {
 	return frac(used, total, "")
 }
 
+// nodeStatus is the answer of `node status`: the node, and for the text
+// form only, a way to read what it runs.
+type nodeStatus struct {
+	node        *api.Node
+	assignments func() ([]api.Assignment, error)
+}
+
 func newNodeStatusCmd(a *app) *cobra.Command {
 	var require string
-	cmd := &cobra.Command{
-		Use:               "status ID",
-		ValidArgsFunction: a.completeNodes(),
-		Short:             "Show a node: inventory, allocatable vs reserved, labels, taints, assignments",
-		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
+	return clientCmd[nodeStatus]{
+		Use:      "status ID",
+		Complete: a.completeNodes(),
+		Short:    "Show a node: inventory, allocatable vs reserved, labels, taints, assignments",
+		Args:     cobra.ExactArgs(1),
+		Flags: func(fl *pflag.FlagSet) {
+			fl.StringVar(&require, "require", "",
+				"exit 1 unless the node has this status (ready, suspect, down, left): a worker's healthcheck")
+		},
+		Kind: "node",
+		Call: func(ctx context.Context, c *api.Client, args []string) (nodeStatus, error) {
 			n, _, err := c.Node(ctx, args[0], a.query())
 			if err != nil {
-				return about(err, "node", args[0])
+				return nodeStatus{}, err
 			}
 			if require != "" && n.Status != require {
 				// A healthcheck asks exactly this; exit 1 with one sentence.
-				return fmt.Errorf("node %q is %s, not %s", n.ID, n.Status, require)
+				return nodeStatus{}, sentence(errors.New(n.Status), "node %q is %s, not %s", n.ID, n.Status, require)
 			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), n)
-			}
-			w := cmd.OutOrStdout()
-			if err := printNode(w, n, time.Now()); err != nil {
+			return nodeStatus{node: n, assignments: func() ([]api.Assignment, error) {
+				assigned, _, err := c.Assignments(ctx, n.ID, a.query())
+				return assigned, err
+			}}, nil
+		},
+		JSON: func(_ string, v nodeStatus) any { return v.node },
+		Text: func(w io.Writer, v nodeStatus) error {
+			if err := printNode(w, v.node, time.Now()); err != nil {
 				return err
 			}
-			return a.printAssignments(ctx, c, w, cmd.ErrOrStderr(), n.ID)
+			// a.err is the command's stderr (the root's, which it inherits).
+			return a.printAssignments(w, a.err, v)
 		},
-	}
-	cmd.Flags().StringVar(&require, "require", "",
-		"exit 1 unless the node has this status (ready, suspect, down, left): a worker's healthcheck")
-	return cmd
+	}.build(a)
 }
 
 func printNode(w io.Writer, n *api.Node, now time.Time) error {
@@ -177,11 +192,12 @@ func printNodeCapabilities(w io.Writer, n *api.Node) {
 }
 
 // printAssignments lists what the node runs. The node itself was printed
-// already, so a failure here is a warning rather than the command's error.
-func (a *app) printAssignments(ctx context.Context, c *api.Client, w, errw io.Writer, id string) error {
-	assigned, _, err := c.Assignments(ctx, id, a.query())
+// already, so a failure to read them is a warning rather than the
+// command's error.
+func (a *app) printAssignments(w, errw io.Writer, v nodeStatus) error {
+	assigned, err := v.assignments()
 	if err != nil {
-		fmt.Fprintf(errw, "warning: cannot list the assignments of node %q: %s\n", id, a.describe(err))
+		fmt.Fprintf(errw, "warning: cannot list the assignments of node %q: %s\n", v.node.ID, a.describe(err))
 		return nil
 	}
 	if len(assigned) == 0 {
@@ -205,54 +221,37 @@ func (a *app) printAssignments(ctx context.Context, c *api.Client, w, errw io.Wr
 
 type nodeAction func(*api.Client, context.Context, string) (*api.Node, error)
 
+// newNodeActionCmd declares cordon, uncordon and drain; done is a format
+// with one %q for the node's id.
 func newNodeActionCmd(a *app, name, short, done string, action nodeAction) *cobra.Command {
-	return &cobra.Command{
-		Use:               name + " ID",
-		ValidArgsFunction: a.completeNodes(),
-		Short:             short,
-		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			n, err := action(c, ctx, args[0])
-			if err != nil {
-				return about(err, "node", args[0])
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), n)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), done, args[0])
-			return nil
+	return clientCmd[*api.Node]{
+		Use:      name + " ID",
+		Complete: a.completeNodes(),
+		Short:    short,
+		Args:     cobra.ExactArgs(1),
+		Kind:     "node",
+		Call: func(ctx context.Context, c *api.Client, args []string) (*api.Node, error) {
+			return action(c, ctx, args[0])
 		},
-	}
+		Sentence: func(id string, _ *api.Node) string { return fmt.Sprintf(done, id) },
+	}.build(a)
 }
 
 func newNodeDeregisterCmd(a *app) *cobra.Command {
 	var force bool
-	cmd := &cobra.Command{
-		Use:               "deregister ID",
-		ValidArgsFunction: a.completeNodes(),
-		Short:             "Remove a node from the cluster (refused while it holds jobs, unless --force)",
-		Args:              cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := c.DeregisterNode(ctx, args[0], force); err != nil {
-				return about(err, "node", args[0])
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: "node", ID: args[0], Result: "deregistered"})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "node %q deregistered\n", args[0])
-			return nil
+	return clientCmd[noBody]{
+		Use:      "deregister ID",
+		Complete: a.completeNodes(),
+		Short:    "Remove a node from the cluster (refused while it holds jobs, unless --force)",
+		Args:     cobra.ExactArgs(1),
+		Flags: func(fl *pflag.FlagSet) {
+			fl.BoolVar(&force, "force", false, "deregister even though jobs are assigned (they are re-placed)")
 		},
-	}
-	cmd.Flags().BoolVar(&force, "force", false, "deregister even though jobs are assigned (they are re-placed)")
-	return cmd
+		Kind: "node",
+		Call: func(ctx context.Context, c *api.Client, args []string) (noBody, error) {
+			return noBody{}, c.DeregisterNode(ctx, args[0], force)
+		},
+		Done:     "deregistered",
+		Sentence: func(id string, _ noBody) string { return fmt.Sprintf("node %q deregistered", id) },
+	}.build(a)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,26 +25,17 @@ func newOperatorCmd(a *app) *cobra.Command {
 }
 
 func newRaftListPeersCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return clientCmd[*api.RaftConfiguration]{
 		Use:   "list-peers",
 		Short: "List the servers of the Raft configuration",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
+		Kind:  "raft configuration",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.RaftConfiguration, error) {
 			rc, _, err := c.RaftConfiguration(ctx, a.query())
-			if err != nil {
-				return about(err, "raft configuration", "")
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), rc)
-			}
-			return printRaft(cmd.OutOrStdout(), rc)
+			return rc, err
 		},
-	}
+		Text: printRaft,
+	}.build(a)
 }
 
 func printRaft(w io.Writer, rc *api.RaftConfiguration) error {
@@ -65,38 +57,29 @@ func printRaft(w io.Writer, rc *api.RaftConfiguration) error {
 }
 
 func newRaftRemovePeerCmd(a *app) *cobra.Command {
-	return newRemoveCmd(a, "remove-peer ID", "Remove a server from the Raft configuration", "raft peer",
+	return removeCmd(a, "remove-peer ID", "Remove a server from the Raft configuration", "raft peer",
 		"server %q removed from the Raft configuration", (*api.Client).RemovePeer)
 }
 
 func newRaftTransferCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return clientCmd[noBody]{
 		Use:   "transfer-leadership [ID]",
 		Short: "Hand leadership to server ID, or to a follower Raft picks",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Kind:  "raft peer",
+		Call: func(ctx context.Context, c *api.Client, args []string) (noBody, error) {
 			target := ""
 			if len(args) == 1 {
 				target = args[0]
 			}
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			if err := c.TransferLeadership(ctx, target); err != nil {
-				return about(err, "raft peer", target)
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), doneJSON{Kind: "raft peer", ID: target, Result: "leadershipTransferred"})
-			}
-			if target == "" {
-				target = "a follower"
-			} else {
-				target = strconv.Quote(target)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "leadership transferred to %s\n", target)
-			return nil
+			return noBody{}, c.TransferLeadership(ctx, target)
 		},
-	}
+		Done: "leadershipTransferred",
+		Sentence: func(target string, _ noBody) string {
+			if target == "" {
+				return "leadership transferred to a follower"
+			}
+			return "leadership transferred to " + strconv.Quote(target)
+		},
+	}.build(a)
 }

@@ -21,11 +21,15 @@ func newPoolCmd(a *app) *cobra.Command {
 }
 
 func newPoolListCmd(a *app) *cobra.Command {
-	return newListCmd(a, "List pools with their usage against their caps", "pools",
-		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Pool, error) {
+	return listCmd[api.Pool]{
+		Short: "List pools with their usage against their caps",
+		Kind:  "pools",
+		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Pool, error) {
 			pools, _, err := c.Pools(ctx, q)
 			return pools, err
-		}, printPoolList)
+		},
+		Table: printPoolList,
+	}.build(a)
 }
 
 func printPoolList(w io.Writer, pools []api.Pool) error {
@@ -56,38 +60,24 @@ func tiers(ts []api.Tier) string {
 }
 
 func newPoolApplyCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "apply FILE|-",
-		Short: "Create or replace a pool from a JSON or YAML file",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var p api.Pool
-			if err := a.readInput(args[0], "pool", &p); err != nil {
-				return err
-			}
-			if p.Name == "" {
-				return usagef("pool file %s has no name", displayName(args[0]))
-			}
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			stored, err := c.PutPool(ctx, p)
-			if err != nil {
-				return about(err, "pool", p.Name)
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), stored)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pool %q applied (kind %s, modify index %s)\n",
-				p.Name, clean(orDefault(stored.Kind, api.PoolCluster)), strconv.FormatUint(stored.ModifyIndex, 10))
-			return nil
+	var p api.Pool
+	return clientCmd[*api.Pool]{
+		Use:     "apply FILE|-",
+		Short:   "Create or replace a pool from a JSON or YAML file",
+		Args:    cobra.ExactArgs(1),
+		Prepare: a.fileInput("pool", &p, func() string { return p.Name }, "has no name"),
+		Kind:    "pool",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.Pool, error) {
+			return c.PutPool(ctx, p)
 		},
-	}
+		Sentence: func(name string, stored *api.Pool) string {
+			return fmt.Sprintf("pool %q applied (kind %s, modify index %s)",
+				name, clean(orDefault(stored.Kind, api.PoolCluster)), strconv.FormatUint(stored.ModifyIndex, 10))
+		},
+	}.build(a)
 }
 
 func newPoolDeleteCmd(a *app) *cobra.Command {
-	return newRemoveCmd(a, "delete NAME", "Delete a pool that no node, bundle or service uses", "pool", "pool %q deleted",
+	return removeCmd(a, "delete NAME", "Delete a pool that no node, bundle or service uses", "pool", "pool %q deleted",
 		(*api.Client).DeletePool)
 }

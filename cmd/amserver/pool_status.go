@@ -17,32 +17,26 @@ import (
 var poolNodeStates = []string{api.LifecycleReady, api.LifecycleIdle, api.LifecycleSpawning, api.LifecycleDraining, api.LifecycleUnavailable}
 
 func newPoolStatusCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	return clientCmd[[]api.PoolStatus]{
 		Use:   "status [NAME]",
 		Short: "Show pools' nodes by state: ready, idle, spawning, draining, unavailable",
 		Long: "Show one pool's nodes by state, or every pool's: ready (placeable, with work), idle\n" +
 			"(placeable, nothing on it), spawning (asked of an elastic pool's provisioner, not\n" +
 			"registered yet), draining (cordoned, draining or being given back) and unavailable.",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			list, err := poolStatuses(ctx, c, a.query(), args)
-			if err != nil {
-				return err
-			}
-			if a.json {
-				if len(args) == 1 {
-					return printJSON(cmd.OutOrStdout(), list[0])
-				}
-				return printJSON(cmd.OutOrStdout(), nonNil(list))
-			}
-			return printPoolStatuses(cmd.OutOrStdout(), list, time.Now())
+		// Kind is unset: poolStatuses names the pool each error is about.
+		Call: func(ctx context.Context, c *api.Client, args []string) ([]api.PoolStatus, error) {
+			return poolStatuses(ctx, c, a.query(), args)
 		},
-	}
+		// One pool asked for by name prints as one object, not a list.
+		JSON: func(name string, list []api.PoolStatus) any {
+			if name != "" && len(list) == 1 {
+				return list[0]
+			}
+			return nonNil(list)
+		},
+		Text: func(w io.Writer, list []api.PoolStatus) error { return printPoolStatuses(w, list, time.Now()) },
+	}.build(a)
 }
 
 // poolStatuses fetches the named pool's status, or every pool's.

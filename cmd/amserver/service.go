@@ -21,11 +21,15 @@ func newServiceCmd(a *app) *cobra.Command {
 }
 
 func newServiceListCmd(a *app) *cobra.Command {
-	return newListCmd(a, "List node services", "services",
-		func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.NodeService, error) {
+	return listCmd[api.NodeService]{
+		Short: "List node services",
+		Kind:  "services",
+		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.NodeService, error) {
 			services, _, err := c.Services(ctx, q)
 			return services, err
-		}, printServiceList)
+		},
+		Table: printServiceList,
+	}.build(a)
 }
 
 func printServiceList(w io.Writer, services []api.NodeService) error {
@@ -47,38 +51,23 @@ func capabilities(cs []api.Capability) string {
 }
 
 func newServiceApplyCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "apply FILE|-",
-		Short: "Create or replace a node service from a JSON or YAML file",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var s api.NodeService
-			if err := a.readInput(args[0], "service", &s); err != nil {
-				return err
-			}
-			if s.ID == "" {
-				return usagef("service file %s has no id", displayName(args[0]))
-			}
-			c, ctx, cancel, err := a.connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer cancel()
-			stored, err := c.PutService(ctx, s)
-			if err != nil {
-				return about(err, "service", s.ID)
-			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), stored)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "service %q applied (pools %s, modify index %d)\n",
-				s.ID, clean(list(stored.Pools)), stored.ModifyIndex)
-			return nil
+	var s api.NodeService
+	return clientCmd[*api.NodeService]{
+		Use:     "apply FILE|-",
+		Short:   "Create or replace a node service from a JSON or YAML file",
+		Args:    cobra.ExactArgs(1),
+		Prepare: a.fileInput("service", &s, func() string { return s.ID }, "has no id"),
+		Kind:    "service",
+		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.NodeService, error) {
+			return c.PutService(ctx, s)
 		},
-	}
+		Sentence: func(id string, stored *api.NodeService) string {
+			return fmt.Sprintf("service %q applied (pools %s, modify index %d)", id, clean(list(stored.Pools)), stored.ModifyIndex)
+		},
+	}.build(a)
 }
 
 func newServiceDeleteCmd(a *app) *cobra.Command {
-	return newRemoveCmd(a, "delete ID", "Delete a node service and stop it everywhere", "service", "service %q deleted",
+	return removeCmd(a, "delete ID", "Delete a node service and stop it everywhere", "service", "service %q deleted",
 		(*api.Client).DeleteService)
 }

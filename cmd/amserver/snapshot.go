@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -71,10 +70,7 @@ func newSnapshotInspectCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), summarize(args[0], info))
-			}
-			return info.WriteTable(cmd.OutOrStdout())
+			return a.emit(cmd.OutOrStdout(), summarize(args[0], info), info.WriteTable)
 		},
 	}
 }
@@ -120,12 +116,8 @@ func (a *app) finishSave(w io.Writer, tmp, path string) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return usagef("cannot write snapshot file %q: %v", path, err)
 	}
-	if a.json {
-		return printJSON(w, summarize(path, info))
-	}
-	fmt.Fprintf(w, "saved snapshot of index %d (term %d, %d records, %d bytes) to %s\n",
-		info.Header.Index, info.Header.Term, info.Records, info.Bytes, path)
-	return nil
+	return a.emit(w, summarize(path, info), line("saved snapshot of index %d (term %d, %d records, %d bytes) to %s",
+		info.Header.Index, info.Header.Term, info.Records, info.Bytes, path))
 }
 
 func newSnapshotRestoreCmd(a *app) *cobra.Command {
@@ -153,12 +145,8 @@ func newSnapshotRestoreCmd(a *app) *cobra.Command {
 			if err := c.SnapshotRestore(ctx, f); err != nil {
 				return about(err, "snapshot", args[0])
 			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), summarize(args[0], info))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored snapshot of index %d from %s: the cluster state was replaced\n",
-				info.Header.Index, args[0])
-			return nil
+			return a.emit(cmd.OutOrStdout(), summarize(args[0], info),
+				line("restored snapshot of index %d from %s: the cluster state was replaced", info.Header.Index, args[0]))
 		},
 	}
 }

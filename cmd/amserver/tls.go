@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"time"
 
@@ -43,11 +42,7 @@ func newTLSCACreateCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.json {
-				return printJSON(cmd.OutOrStdout(), writtenJSON{Cert: certPath, Key: keyPath})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and %s\n", certPath, keyPath)
-			return nil
+			return a.emit(cmd.OutOrStdout(), writtenJSON{Cert: certPath, Key: keyPath}, line("wrote %s and %s", certPath, keyPath))
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write into")
@@ -62,7 +57,7 @@ type certFlags struct {
 	caFile, caKeyFile string
 	dir               string
 	days              int
-	json              *bool // the global --json
+	app               *app // for the output format
 }
 
 // writtenJSON is what --json prints for a command that writes a
@@ -74,7 +69,7 @@ type writtenJSON struct {
 }
 
 func newTLSCertCreateCmd(a *app) *cobra.Command {
-	f := &certFlags{json: &a.json}
+	f := &certFlags{app: a}
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a server (--server) or client (--client) certificate signed by the CA",
@@ -122,9 +117,7 @@ func (f *certFlags) create(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if *f.json {
-		return printJSON(cmd.OutOrStdout(), writtenJSON{Cert: certPath, Key: keyPath, CA: filepath.Clean(f.caFile)})
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and %s (CA %s)\n", certPath, keyPath, filepath.Clean(f.caFile))
-	return nil
+	caFile := filepath.Clean(f.caFile)
+	return f.app.emit(cmd.OutOrStdout(), writtenJSON{Cert: certPath, Key: keyPath, CA: caFile},
+		line("wrote %s and %s (CA %s)", certPath, keyPath, caFile))
 }
