@@ -7,7 +7,9 @@ PKGS     ?= ./...
 # fail spuriously with "context deadline exceeded" (golang/go#75804).
 FUZZTIME ?= 50000x
 
-.PHONY: fuzz-save sim selftest all build run test race unit lint vet fmt fuzz fuzz-long bench bench-quick bench-core cluster cluster-down image measure-failover bench-sched clean ui-test
+.PHONY: all build run test race unit vet fmt lint ui-test sim selftest fuzz fuzz-long fuzz-save \
+	bench bench-quick bench-core bench-vet bench-sched measure-failover image cluster cluster-down \
+	e2e jepsen e2e-plant clean
 
 all: build
 
@@ -18,14 +20,23 @@ run: build
 	$(BIN) dev
 
 # The default suite: vet, race-enabled tests, the fault simulation and its
-# planted-bug self-test, and a short run of every fuzz target.
-test: vet race sim selftest fuzz
+# planted-bug self-test, a short run of every fuzz target, and the bench
+# module's vet and unit tests. Each stage runs under a time budget
+# (.ci/stage) and prints what it took; the budgets are CI's (.ci/run).
+STAGE = .ci/stage
+test:
+	@$(STAGE) vet 3 $(MAKE) --no-print-directory vet
+	@$(STAGE) race 12 $(MAKE) --no-print-directory race
+	@$(STAGE) sim 9 $(MAKE) --no-print-directory sim
+	@$(STAGE) selftest 3 $(MAKE) --no-print-directory selftest
+	@$(STAGE) fuzz 5 $(MAKE) --no-print-directory fuzz
+	@$(STAGE) bench-vet 2 $(MAKE) --no-print-directory bench-vet
 
 unit:
 	$(GO) test -count=1 $(PKGS)
 
 race:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
@@ -54,11 +65,11 @@ ui-test:
 SIM_SEEDS    ?= 1000
 SIM_PARALLEL ?=
 sim:
-	AMSERVER_SIM_SEEDS=$(SIM_SEEDS) AMSERVER_SIM_PARALLEL=$(SIM_PARALLEL) $(GO) test -count=1 -timeout 30m -run TestSimulation -v ./e2e/sim
+	AMSERVER_SIM_SEEDS=$(SIM_SEEDS) AMSERVER_SIM_PARALLEL=$(SIM_PARALLEL) $(GO) test -count=1 -timeout 9m -run TestSimulation -v ./e2e/sim
 
 # The suite's self-test: each planted bug (internal/plant) must be caught.
 selftest:
-	$(GO) test -tags plantbugs -count=1 -timeout 20m -run TestPlantedBugsAreCaught -v ./e2e/sim
+	$(GO) test -tags plantbugs -count=1 -timeout 3m -run TestPlantedBugsAreCaught -v ./e2e/sim
 
 # Each fuzz target briefly; `make fuzz-long` for a real session.
 FUZZ_TARGETS = ./fsm:FuzzApply ./fsm:FuzzRestore ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON ./httpapi:FuzzOtherBodies
@@ -90,6 +101,11 @@ bench:
 
 bench-quick:
 	cd bench && $(GO) run ./cmd/ambench -suite $(SUITE) -quick
+
+# The bench module is outside the root module's go vet and tests: vet it
+# and run its unit tests (report arithmetic) here.
+bench-vet:
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -short ./...
 
 # Core benchmarks (ledger, FSM apply, snapshot) printed as benchmark tables.
 bench-core:
