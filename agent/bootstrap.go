@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
 )
 
@@ -22,7 +24,7 @@ func (s *Server) bootstrapStatic() {
 // maybeBootstrap implements --bootstrap-expect: once gossip shows the
 // expected number of servers, bootstrap Raft with exactly those. Every server
 // that sees them proposes the identical configuration, which Raft accepts.
-func (s *Server) maybeBootstrap() {
+func (s *Server) maybeBootstrap(ctx context.Context) {
 	if s.cfg.BootstrapExpect <= 0 || s.isBootstrapped() {
 		return
 	}
@@ -47,7 +49,73 @@ func (s *Server) maybeBootstrap() {
 	if _, self := voters[s.cfg.NodeID]; !self {
 		return // the servers that were chosen bootstrap; this one is added later by the leader
 	}
-	s.bootstrap(voters)
+	// Gossip tags can lag (a wiped server that rejoins under its old name
+	// may see its peers before their tags): ask every peer itself, and
+	// bootstrap only when each one answers that it has no cluster either.
+	by, unsure := s.peersInCluster(ctx, servers)
+	switch {
+	case by != "":
+		s.joinExisting(by)
+	case unsure != "":
+		s.logger.Info("not bootstrapping yet: a peer did not say whether it runs a cluster", "peer", unsure)
+	default:
+		s.bootstrap(voters)
+	}
+}
+
+// peerCheckTimeout bounds one peer's answer to "do you run a cluster?".
+const peerCheckTimeout = 2 * time.Second
+
+// peersInCluster asks every other server's /v1/health (public, so ACLs do
+// not stand in the way) whether it is part of a Raft cluster: a Raft
+// configuration, a known leader or any applied state says yes. It returns
+// a server that is, or else one that did not answer.
+func (s *Server) peersInCluster(ctx context.Context, servers []gossip.Member) (member, unsure string) {
+	type answer struct {
+		name       string
+		member, ok bool
+	}
+	answers := make(chan answer, len(servers))
+	asked := 0
+	for _, m := range servers {
+		if m.Name == s.cfg.NodeID {
+			continue
+		}
+		asked++
+		go func(m gossip.Member) {
+			h, err := s.peerHealth(ctx, m.Meta.HTTPAddr)
+			answers <- answer{name: m.Name, ok: err == nil, member: err == nil && (h.Peers > 0 || h.KnownLeader || h.Index > 0)}
+		}(m)
+	}
+	for range asked {
+		a := <-answers
+		switch {
+		case a.member && member == "":
+			member = a.name
+		case !a.ok && unsure == "":
+			unsure = a.name
+		}
+	}
+	return member, unsure
+}
+
+func (s *Server) peerHealth(ctx context.Context, addr string) (*api.Health, error) {
+	if addr == "" {
+		return nil, errors.New("no HTTP address in gossip")
+	}
+	opts := []api.Option{api.WithMaxRetries(0)}
+	if s.deps.HTTPClient != nil {
+		opts = append(opts, api.WithHTTPClient(s.deps.HTTPClient))
+	} else if tc := s.forwardTLS(); tc != nil {
+		opts = append(opts, api.WithTLSConfig(tc))
+	}
+	c, err := api.New(addr, opts...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerCheckTimeout)
+	defer cancel()
+	return c.Health(ctx)
 }
 
 func (s *Server) isBootstrapped() bool {

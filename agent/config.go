@@ -33,6 +33,9 @@ const (
 type Config struct {
 	NodeID  string
 	DataDir string // empty: in-memory raft stores (dev without --data-dir)
+	// Recover starts although DataDir lost its stored Raft term and vote
+	// (raftstore.CheckDataDir); only an operator's explicit choice.
+	Recover bool
 
 	HTTPAddr       string // listen address of the HTTP API
 	HTTPAdvertise  string // address other servers and workers use; defaults to HTTPAddr

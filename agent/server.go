@@ -88,7 +88,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 // open starts Raft over the FSM, then gossip.
 func (s *Server) open() error {
 	store, err := raftstore.Open(raftstore.Config{
-		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, RaftAddr: s.cfg.RaftAddr, RaftAdvertise: s.cfg.RaftAdvertise,
+		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Recover: s.cfg.Recover, RaftAddr: s.cfg.RaftAddr, RaftAdvertise: s.cfg.RaftAdvertise,
 		TimeoutScale: s.cfg.TimeoutScale, SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs,
 		TLS: s.tls, Transport: s.deps.Transport, MemStores: s.deps.MemStores,
 		HTTPAddrOf: s.httpAddrOf, OnCommit: s.metrics.committed, Logger: s.cfg.Logger,
@@ -226,18 +226,22 @@ func (s *Server) join(ctx context.Context) {
 }
 
 // watchGossip consumes membership events on every server: it bootstraps
-// Raft when enough servers appear and wakes the leader's reconciler.
+// Raft when enough servers appear and wakes the leader's reconciler. Until
+// bootstrapped it also retries every second, since a peer that did not
+// answer the bootstrap check may answer later without any gossip event.
 func (s *Server) watchGossip(ctx context.Context) {
-	s.maybeBootstrap()
+	retry := time.NewTicker(time.Second)
+	defer retry.Stop()
 	for {
+		s.maybeBootstrap(ctx)
 		select {
 		case <-ctx.Done():
 			return
+		case <-retry.C:
 		case _, ok := <-s.gossip.Events():
 			if !ok {
 				return
 			}
-			s.maybeBootstrap()
 			select {
 			case s.wake <- struct{}{}:
 			default:

@@ -37,6 +37,9 @@ type Config struct {
 	// MemStores, when DataDir is empty, are in-memory stores that outlive
 	// the server, so an in-process crash can restart from them.
 	MemStores *MemStores
+	// Recover accepts a data directory whose stored term and vote are lost
+	// (an empty log store next to snapshots); see CheckDataDir.
+	Recover bool
 
 	// HTTPAddrOf names a server's HTTP address (from gossip), for
 	// LeaderInfo; nil leaves it empty.
@@ -121,10 +124,15 @@ func OpenStores(c Config) (*Stores, error) {
 		}
 		return &Stores{Logs: mem.Logs, Stable: mem.Logs, Snaps: mem.Snapshots, Close: func() error { return nil }}, nil
 	}
+	if err := CheckDataDir(c.DataDir, c.Recover); err != nil {
+		return nil, err
+	}
+	// Token hashes and gossip keys live in these files: owner only.
 	dir := filepath.Join(c.DataDir, "raft")
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create raft dir: %w", err)
 	}
+
 	// The map freelist and unsynced freelist keep bbolt fast after the large
 	// truncations that follow snapshots (PITFALLS: raft-boltdb).
 	bolt, err := raftboltdb.New(raftboltdb.Options{
@@ -146,7 +154,12 @@ func OpenStores(c Config) (*Stores, error) {
 		_ = bolt.Close()
 		return nil, fmt.Errorf("raft snapshot store: %w", err)
 	}
-	return &Stores{Logs: cache, Stable: bolt, Snaps: snaps, Close: bolt.Close}, nil
+	if err := privateTree(c.DataDir); err != nil {
+		_ = bolt.Close()
+		return nil, err
+	}
+	private := privateSnapshots{FileSnapshotStore: snaps, path: filepath.Join(dir, "snapshots")}
+	return &Stores{Logs: cache, Stable: bolt, Snaps: private, Close: bolt.Close}, nil
 }
 
 // NewTransport opens the Raft transport of c: the configured one (tests),

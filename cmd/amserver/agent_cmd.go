@@ -22,6 +22,7 @@ import (
 type agentFlags struct {
 	server, worker     bool
 	nodeID, dataDir    string
+	recoverVote        bool
 	bind, advertise    string
 	httpAddr, raftAddr string
 	gossipAddr         string
@@ -77,6 +78,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.BoolVar(&f.worker, "worker", false, "run as a worker (registers inventory, runs assignments)")
 	fl.StringVar(&f.nodeID, "node-id", "", "node id; defaults to the hostname")
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory: Raft data on servers (required), task files on workers")
+	fl.BoolVar(&f.recoverVote, "recover", false, "server: start although the data directory lost its stored Raft term and vote (an emptied raft.db next to snapshots); a server that voted in the current term may then vote twice")
 	fl.StringVar(&f.bind, "bind", "0.0.0.0", "IP address to listen on")
 	fl.StringVar(&f.advertise, "advertise", "", "IP address other nodes use to reach this one; detected when empty")
 	fl.StringVar(&f.httpAddr, "http-addr", "", fmt.Sprintf("HTTP API address (default bind:%d)", agent.DefaultHTTPPort))

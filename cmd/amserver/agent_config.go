@@ -62,7 +62,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		return agent.Config{}, err
 	}
 	return agent.Config{
-		NodeID: id, DataDir: f.dataDir,
+		NodeID: id, DataDir: f.dataDir, Recover: f.recoverVote,
 		HTTPAddr: joinPort(httpHost, httpPort), HTTPAdvertise: joinPort(adv, httpPort),
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/raftstore"
 )
 
 func newOperatorCmd(a *app) *cobra.Command {
@@ -20,8 +22,73 @@ func newOperatorCmd(a *app) *cobra.Command {
 	raft.AddCommand(newRaftListPeersCmd(a), newRaftRemovePeerCmd(a), newRaftTransferCmd(a))
 	snap := makeGroup(&cobra.Command{Use: "snapshot", Short: "Save, restore and inspect snapshots of the whole state"})
 	snap.AddCommand(newSnapshotSaveCmd(a), newSnapshotRestoreCmd(a), newSnapshotInspectCmd(a))
-	cmd.AddCommand(raft, snap)
+	dd := makeGroup(&cobra.Command{Use: "data-dir", Short: "Inspect a server's data directory"})
+	dd.AddCommand(newDataDirCheckCmd(a))
+	cmd.AddCommand(raft, snap, dd)
 	return cmd
+}
+
+// newDataDirCheckCmd diagnoses a stopped server's data directory without
+// opening it the way a server would (a damaged raft.db could crash that).
+func newDataDirCheckCmd(a *app) *cobra.Command {
+	var dir string
+	var recoverVote bool
+	cmd := &cobra.Command{
+		Use:   "check --data-dir DIR",
+		Short: "Check a stopped server's data directory for damage, and say how to recover",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dir == "" {
+				return usagef("--data-dir is required")
+			}
+			err := raftstore.CheckDataDir(dir, recoverVote)
+			var de *raftstore.DamageError
+			if err != nil && !errors.As(err, &de) {
+				return err
+			}
+			report := dataDirReport{DataDir: dir, OK: err == nil}
+			if de != nil {
+				for _, p := range de.Problems {
+					report.Problems = append(report.Problems, dataDirProblem{File: p.File, Problem: p.What})
+				}
+			}
+			if perr := a.emit(cmd.OutOrStdout(), report, func(w io.Writer) error { return printDataDir(w, report) }); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return sentence(err, "%s is damaged: wipe it and start the server again with the same flags to re-sync it from the leader "+
+					"(a single server restores a saved snapshot instead: amserver operator snapshot restore)", dir)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "data-dir", "", "the server's data directory")
+	cmd.Flags().BoolVar(&recoverVote, "recover", false, "accept a lost stored term and vote, as `amserver agent --recover` would")
+	return cmd
+}
+
+type dataDirProblem struct {
+	File    string `json:"file"`
+	Problem string `json:"problem"`
+}
+
+type dataDirReport struct {
+	DataDir  string           `json:"dataDir"`
+	OK       bool             `json:"ok"`
+	Problems []dataDirProblem `json:"problems"`
+}
+
+func printDataDir(w io.Writer, r dataDirReport) error {
+	if r.OK {
+		_, err := fmt.Fprintf(w, "%s: no damage found\n", clean(r.DataDir))
+		return err
+	}
+	for _, p := range r.Problems {
+		if _, err := fmt.Fprintf(w, "%s: %s\n", clean(p.File), clean(p.Problem)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newRaftListPeersCmd(a *app) *cobra.Command {

@@ -1,0 +1,209 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// populatedDataDir runs a one-server store on disk until it has taken a
+// snapshot and logged past it, then shuts it down.
+func populatedDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	_, tr := raft.NewInmemTransport("s1")
+	cfg := Config{NodeID: "s1", DataDir: dir, Transport: tr, TimeoutScale: 0.1, SnapshotThreshold: 4, TrailingLogs: 2}
+	s, err := Open(cfg, fsm.New(fsm.Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bootstrap(map[string]string{"s1": "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	leading := make(chan struct{})
+	go s.RunLeadership(ctx, Term{Run: func(ctx context.Context) { close(leading); <-ctx.Done() }})
+	select {
+	case <-leading:
+	case <-ctx.Done():
+		t.Fatal("the one server never led")
+	}
+	for i := range 8 {
+		if _, err := s.Apply(ctx, fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "p" + string(rune('a'+i))}}); err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+	}
+	if err := s.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	return dir
+}
+
+func snapshotDirs(t *testing.T, dataDir string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(dataDir, "raft", "snapshots", "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no snapshot in %s: %v", dataDir, err)
+	}
+	return dirs
+}
+
+// TestDamagedDataDirFailsClearly: every damage gives an error that names
+// the file and the recovery, and opening never reaches bbolt or Raft.
+func TestDamagedDataDirFailsClearly(t *testing.T) {
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, dir string) string // returns the file the error must name
+		want   string
+	}{
+		{"truncated raft.db", func(t *testing.T, dir string) string {
+			db := filepath.Join(dir, "raft", "raft.db")
+			fi, _ := os.Stat(db)
+			if err := os.Truncate(db, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}, "truncated"},
+		{"garbage header", func(t *testing.T, dir string) string {
+			db := filepath.Join(dir, "raft", "raft.db")
+			f, err := os.OpenFile(db, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			junk := make([]byte, 8192)
+			for i := range junk {
+				junk[i] = byte(i * 7)
+			}
+			if _, err := f.WriteAt(junk, 0); err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}, "not a valid log store"},
+		{"missing meta.json", func(t *testing.T, dir string) string {
+			meta := filepath.Join(snapshotDirs(t, dir)[0], "meta.json")
+			if err := os.Remove(meta); err != nil {
+				t.Fatal(err)
+			}
+			return meta
+		}, "metadata unreadable"},
+		{"garbled meta.json", func(t *testing.T, dir string) string {
+			meta := filepath.Join(snapshotDirs(t, dir)[0], "meta.json")
+			if err := os.WriteFile(meta, []byte("{\"ID\": 12"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return meta
+		}, "not valid"},
+		{"corrupt state.bin", func(t *testing.T, dir string) string {
+			state := filepath.Join(snapshotDirs(t, dir)[0], "state.bin")
+			raw, err := os.ReadFile(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw[len(raw)/2] ^= 0xff
+			if err := os.WriteFile(state, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return state
+		}, "checksum"},
+		{"empty raft.db next to snapshots", func(t *testing.T, dir string) string {
+			db := filepath.Join(dir, "raft", "raft.db")
+			if err := os.Truncate(db, 0); err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}, "term and vote are lost"},
+		{"missing raft.db next to snapshots", func(t *testing.T, dir string) string {
+			db := filepath.Join(dir, "raft", "raft.db")
+			if err := os.Remove(db); err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}, "term and vote are lost"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := populatedDataDir(t)
+			file := tc.damage(t, dir)
+			_, tr := raft.NewInmemTransport("s1")
+			_, err := Open(Config{NodeID: "s1", DataDir: dir, Transport: tr}, fsm.New(fsm.Config{}))
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("open: %v, want a damaged data directory", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{file, tc.want, "amserver operator data-dir check", "re-sync"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not say %q", msg, want)
+				}
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error spans lines: %q", msg)
+			}
+		})
+	}
+}
+
+// TestRecoverAcceptsLostVote: --recover opens a directory whose log store
+// was emptied, and the state comes back from the snapshot.
+func TestRecoverAcceptsLostVote(t *testing.T) {
+	dir := populatedDataDir(t)
+	if err := os.Truncate(filepath.Join(dir, "raft", "raft.db"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDataDir(dir, true); err != nil {
+		t.Fatalf("with recover: %v", err)
+	}
+	_, tr := raft.NewInmemTransport("s1")
+	f := fsm.New(fsm.Config{})
+	s, err := Open(Config{NodeID: "s1", DataDir: dir, Transport: tr, Recover: true}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Shutdown(); s.Close() }()
+	if f.State().Pool("pa") == nil {
+		t.Fatal("the snapshot's state did not come back")
+	}
+}
+
+// TestSoundDataDirIsPrivate: a healthy directory passes, and every file
+// and directory in it is for its owner only.
+func TestSoundDataDirIsPrivate(t *testing.T) {
+	dir := populatedDataDir(t)
+	if err := CheckDataDir(dir, false); err != nil {
+		t.Fatalf("a sound directory: %v", err)
+	}
+	err := filepath.WalkDir(filepath.Join(dir, "raft"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if want := privateMode(d.IsDir()); fi.Mode().Perm() != want {
+			t.Errorf("%s is %v, want %v", path, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
