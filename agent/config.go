@@ -91,6 +91,9 @@ type ElasticConfig struct {
 	// AllowExec lets this server run pools' command provisioners. Off by
 	// default: a write token can set any pool's command.
 	AllowExec bool
+	// AllowHosts are the webhook hosts provisioners may be called at
+	// (--provisioner-allow); none by default (elastic.Policy).
+	AllowHosts []string
 	// CallTimeout bounds one provisioner call (default 2 m).
 	CallTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff between failed calls.
@@ -104,7 +107,11 @@ type ElasticConfig struct {
 }
 
 func (e ElasticConfig) calls() elastic.Config {
-	return elastic.Config{AllowExec: e.AllowExec, CallTimeout: e.CallTimeout, RetryMin: e.RetryMin, RetryMax: e.RetryMax}
+	return elastic.Config{Policy: e.policy(), CallTimeout: e.CallTimeout, RetryMin: e.RetryMin, RetryMax: e.RetryMax}
+}
+
+func (e ElasticConfig) policy() elastic.Policy {
+	return elastic.Policy{AllowExec: e.AllowExec, AllowHosts: e.AllowHosts}
 }
 
 // Deps are what an embedder (tests, the simulation, benchmarks) plugs in

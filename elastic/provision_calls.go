@@ -15,15 +15,18 @@ import (
 
 // Config tunes the calls to provisioners.
 type Config struct {
-	// AllowExec lets this server run pools' command provisioners. Off by
-	// default: a write token can set any pool's command.
-	AllowExec bool
+	// Policy is what the operator allows to be called.
+	Policy Policy
 	// CallTimeout bounds one provisioner call (default 2 m).
 	CallTimeout time.Duration
 	// RetryMin and RetryMax bound the backoff between failed calls
 	// (defaults 1 s and 1 m).
 	RetryMin, RetryMax time.Duration
-	// HTTPClient carries webhook calls (default: a plain client).
+	// MaxAttempts is how often a call is tried before it is given up and
+	// reported (Failed); default 8, about three minutes with the defaults.
+	MaxAttempts int
+	// HTTPClient carries webhook calls; the default one enforces Policy at
+	// every dial. Tests may replace it.
 	HTTPClient *http.Client
 }
 
@@ -37,8 +40,11 @@ func (c *Config) setDefaults() {
 	if c.RetryMax < c.RetryMin {
 		c.RetryMax = max(time.Minute, c.RetryMin)
 	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = c.Policy.client(c.CallTimeout)
 	}
 }
 
@@ -57,6 +63,7 @@ type Calls struct {
 	running  map[string]bool
 	done     map[string]time.Time // call key → when it succeeded
 	failures map[string]string    // call key → last error, for status logs
+	gaveUp   map[string]string    // call key → the error it ended on
 	sems     map[string]chan struct{}
 	wg       sync.WaitGroup
 }
@@ -69,7 +76,7 @@ func NewCalls(ctx context.Context, logger *slog.Logger, cfg Config) *Calls {
 	return &Calls{
 		ctx: ctx, logger: logger, cfg: cfg, kick: make(chan struct{}, 1),
 		running: map[string]bool{}, done: map[string]time.Time{}, failures: map[string]string{},
-		sems: map[string]chan struct{}{},
+		gaveUp: map[string]string{}, sems: map[string]chan struct{}{},
 	}
 }
 
@@ -79,14 +86,14 @@ func callKey(op, id string) string { return op + "/" + id }
 // gossip (join) and HTTP addresses the new worker needs. wanted is asked
 // before every attempt: a call whose spawn moved on stops.
 func (c *Calls) Create(sp *fsm.Spawn, p *fsm.Provisioner, join, servers []string, wanted func() bool) {
-	if prov := newProvisioner(p, c.cfg.HTTPClient, c.cfg.AllowExec); prov != nil {
+	if prov := newProvisioner(p, c.cfg.HTTPClient, c.cfg.Policy); prov != nil {
 		c.start(sp.Pool, prov, provisionRequest(ProvisionCreate, sp, join, servers), wanted)
 	}
 }
 
 // Delete gives sp's node back through p.
 func (c *Calls) Delete(sp *fsm.Spawn, p *fsm.Provisioner, wanted func() bool) {
-	if prov := newProvisioner(p, c.cfg.HTTPClient, c.cfg.AllowExec); prov != nil {
+	if prov := newProvisioner(p, c.cfg.HTTPClient, c.cfg.Policy); prov != nil {
 		c.start(sp.Pool, prov, provisionRequest(ProvisionDelete, sp, nil, nil), wanted)
 	}
 }
@@ -100,6 +107,15 @@ func (c *Calls) Deleted(id string) (time.Time, bool) {
 	return at, ok
 }
 
+// Failed returns why spawn id's create ("create") or delete ("delete")
+// call was given up after MaxAttempts in this term, if it was.
+func (c *Calls) Failed(op, id string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	why, ok := c.gaveUp[callKey(op, id)]
+	return why, ok
+}
+
 // Kick receives a value after a call succeeded: the duty looks again.
 func (c *Calls) Kick() <-chan struct{} { return c.kick }
 
@@ -107,7 +123,7 @@ func (c *Calls) Kick() <-chan struct{} { return c.kick }
 func (c *Calls) start(pool string, p Provisioner, req *ProvisionRequest, wanted func() bool) {
 	key := callKey(req.Op, req.RequestID)
 	c.mu.Lock()
-	if c.running[key] || !c.done[key].IsZero() {
+	if _, failed := c.gaveUp[key]; c.running[key] || !c.done[key].IsZero() || failed {
 		c.mu.Unlock()
 		return
 	}
@@ -121,15 +137,18 @@ func (c *Calls) start(pool string, p Provisioner, req *ProvisionRequest, wanted 
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		ok := c.retry(sem, p, req, wanted)
+		ok, gaveUp := c.retry(sem, p, req, wanted)
 		c.mu.Lock()
 		delete(c.running, key)
 		if ok {
 			c.done[key] = time.Now()
 			delete(c.failures, key)
 		}
+		if gaveUp {
+			c.gaveUp[key] = c.failures[key]
+		}
 		c.mu.Unlock()
-		if ok {
+		if ok || gaveUp {
 			select {
 			case c.kick <- struct{}{}:
 			default:
@@ -138,31 +157,38 @@ func (c *Calls) start(pool string, p Provisioner, req *ProvisionRequest, wanted 
 	}()
 }
 
-func (c *Calls) retry(sem chan struct{}, p Provisioner, req *ProvisionRequest, wanted func() bool) bool {
+// retry makes the call until it succeeds (ok), MaxAttempts fail (gaveUp),
+// the spawn moves on or the term ends.
+func (c *Calls) retry(sem chan struct{}, p Provisioner, req *ProvisionRequest, wanted func() bool) (ok, gaveUp bool) {
 	b := backoff.New(c.cfg.RetryMin, c.cfg.RetryMax)
 	for attempt := 1; c.ctx.Err() == nil; attempt++ {
 		if !wanted() {
-			return false
+			return false, false
 		}
 		err := c.attempt(sem, p, req)
 		if err == nil {
 			c.logger.Info("provisioner call succeeded", "op", req.Op, "request", req.RequestID, "node", req.NodeID, "attempt", attempt)
-			return true
+			return true, false
 		}
 		if c.ctx.Err() != nil {
-			return false
+			return false, false
 		}
-		c.logger.Warn("provisioner call failed; retrying", "op", req.Op, "request", req.RequestID, "node", req.NodeID,
-			"attempt", attempt, "err", err)
 		c.mu.Lock()
 		c.failures[callKey(req.Op, req.RequestID)] = err.Error()
 		c.mu.Unlock()
+		if attempt >= c.cfg.MaxAttempts {
+			c.logger.Warn("provisioner call given up", "op", req.Op, "request", req.RequestID, "node", req.NodeID,
+				"attempts", attempt, "err", err)
+			return false, true
+		}
+		c.logger.Warn("provisioner call failed; retrying", "op", req.Op, "request", req.RequestID, "node", req.NodeID,
+			"attempt", attempt, "err", err)
 		if errors.Is(err, errPermanent) {
 			b.Saturate()
 		}
 		b.Wait(c.ctx)
 	}
-	return false
+	return false, false
 }
 
 // attempt makes one call, holding one of the pool's call slots.
@@ -190,9 +216,11 @@ func (c *Calls) Forget(keep func(id string) bool) {
 			delete(c.done, key)
 		}
 	}
-	for key := range c.failures {
-		if _, id, _ := strings.Cut(key, "/"); !keep(id) {
-			delete(c.failures, key)
+	for _, m := range []map[string]string{c.failures, c.gaveUp} {
+		for key := range m {
+			if _, id, _ := strings.Cut(key, "/"); !keep(id) {
+				delete(m, key)
+			}
 		}
 	}
 }

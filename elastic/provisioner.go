@@ -62,9 +62,9 @@ type Provisioner interface {
 var errPermanent = errors.New("permanent provisioner error")
 
 // newProvisioner returns the provisioner a pool configures, or nil when it
-// has none this server may call (fsm.ProvisionerProblem).
-func newProvisioner(p *fsm.Provisioner, hc *http.Client, allowExec bool) Provisioner {
-	if fsm.ProvisionerProblem(p, allowExec) != "" {
+// has none this server may call (Policy.Problem).
+func newProvisioner(p *fsm.Provisioner, hc *http.Client, policy Policy) Provisioner {
+	if policy.Problem(p) != "" {
 		return nil
 	}
 	if p.URL != "" {

@@ -13,7 +13,9 @@ import (
 // httpProvisioner is the webhook provisioner (docs/provisioner.md): a
 // create is POST {url} with the request, a delete is DELETE {url}/{nodeId}
 // with the same body. 2xx is success; 409 on a create (that request id
-// already made its node) and 404 on a delete (already gone) are too.
+// already made its node) and 404 on a delete (already gone) are too. A
+// redirect is a refusal, never followed, and an answer's body is never
+// quoted: errors (which the leader logs) carry the status line only.
 type httpProvisioner struct {
 	url    string
 	client *http.Client
@@ -29,8 +31,9 @@ func (p *httpProvisioner) Delete(ctx context.Context, req *ProvisionRequest) err
 	return p.call(ctx, http.MethodDelete, p.url+"/"+url.PathEscape(req.NodeID), req, http.StatusNotFound)
 }
 
-// httpErrorBody bounds how much of an error answer is quoted.
-const httpErrorBody = 1024
+// httpDrain bounds how much of an answer is read (and thrown away) so the
+// connection can be reused.
+const httpDrain = 64 << 10
 
 func (p *httpProvisioner) call(ctx context.Context, method, target string, req *ProvisionRequest, alsoOK int) error {
 	raw, err := json.Marshal(req)
@@ -48,12 +51,14 @@ func (p *httpProvisioner) call(ctx context.Context, method, target string, req *
 		return fmt.Errorf("provisioner %s %s: %w", method, target, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpErrorBody))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, httpDrain))
 	switch {
 	case resp.StatusCode/100 == 2, resp.StatusCode == alsoOK:
 		return nil
+	case resp.StatusCode/100 == 3:
+		return fmt.Errorf("provisioner %s %s: %w: %s (redirects are not followed)", method, target, errPermanent, resp.Status)
 	case resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout:
-		return fmt.Errorf("provisioner %s %s: %w: %s: %s", method, target, errPermanent, resp.Status, bytes.TrimSpace(body))
+		return fmt.Errorf("provisioner %s %s: %w: %s", method, target, errPermanent, resp.Status)
 	}
-	return fmt.Errorf("provisioner %s %s: %s: %s", method, target, resp.Status, bytes.TrimSpace(body))
+	return fmt.Errorf("provisioner %s %s: %s", method, target, resp.Status)
 }

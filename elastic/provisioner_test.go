@@ -35,7 +35,7 @@ func TestExecProvisionerEnvironment(t *testing.T) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nenv | grep ^AMSERVER_PROVISION_ | sort > "+out+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := newProvisioner(&fsm.Provisioner{Command: []string{script}}, nil, true)
+	p := newProvisioner(&fsm.Provisioner{Command: []string{script}}, nil, Policy{AllowExec: true})
 	req := provisionRequest(ProvisionCreate, sampleSpawn(), []string{"10.0.0.1:7072", "10.0.0.2:7072"}, []string{"10.0.0.1:7070"})
 	if err := p.Create(t.Context(), req); err != nil {
 		t.Fatal(err)
@@ -70,14 +70,14 @@ func TestExecProvisionerEnvironment(t *testing.T) {
 // the call's context ends.
 func TestExecProvisionerFailures(t *testing.T) {
 	dir := t.TempDir()
-	failing := newProvisioner(&fsm.Provisioner{Command: []string{"sh", "-c", "echo no capacity in zone >&2; exit 3"}}, nil, true)
+	failing := newProvisioner(&fsm.Provisioner{Command: []string{"sh", "-c", "echo no capacity in zone >&2; exit 3"}}, nil, Policy{AllowExec: true})
 	err := failing.Create(t.Context(), provisionRequest(ProvisionCreate, sampleSpawn(), nil, nil))
 	if err == nil || !strings.Contains(err.Error(), "no capacity in zone") {
 		t.Fatalf("failing command: %v", err)
 	}
 	marker := filepath.Join(dir, "child-alive")
 	hang := newProvisioner(&fsm.Provisioner{Command: []string{"sh", "-c",
-		"(sleep 2; touch " + marker + ") & sleep 600"}}, nil, true)
+		"(sleep 2; touch " + marker + ") & sleep 600"}}, nil, Policy{AllowExec: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	err = hang.Delete(ctx, provisionRequest(ProvisionDelete, sampleSpawn(), nil, nil))
@@ -102,7 +102,7 @@ func TestHTTPProvisioner(t *testing.T) {
 		_, _ = w.Write([]byte("answer"))
 	}))
 	defer srv.Close()
-	p := newProvisioner(&fsm.Provisioner{URL: srv.URL + "/nodes/"}, srv.Client(), false)
+	p := newProvisioner(&fsm.Provisioner{URL: srv.URL + "/nodes/"}, srv.Client(), Policy{AllowHosts: []string{"127.0.0.1"}})
 	create := provisionRequest(ProvisionCreate, sampleSpawn(), nil, nil)
 	del := provisionRequest(ProvisionDelete, sampleSpawn(), nil, nil)
 	tests := []struct {
@@ -139,16 +139,16 @@ func TestHTTPProvisioner(t *testing.T) {
 // command; a server runs it only when its operator allowed commands.
 func TestCommandProvisionerNeedsConsent(t *testing.T) {
 	cmd := &fsm.Provisioner{Command: []string{"/bin/true"}}
-	if newProvisioner(cmd, nil, false) != nil {
+	if newProvisioner(cmd, nil, Policy{AllowHosts: []string{"p"}}) != nil {
 		t.Fatal("a command provisioner runs without --elastic-allow-exec")
 	}
-	if why := fsm.ProvisionerProblem(cmd, false); !strings.Contains(why, "--elastic-allow-exec") {
+	if why := (Policy{}).Problem(cmd); !strings.Contains(why, "--elastic-allow-exec") {
 		t.Fatalf("the reason does not say how to allow it: %q", why)
 	}
-	if newProvisioner(cmd, nil, true) == nil || newProvisioner(&fsm.Provisioner{URL: "http://p"}, nil, false) == nil {
+	if newProvisioner(cmd, nil, Policy{AllowExec: true}) == nil || newProvisioner(&fsm.Provisioner{URL: "http://p"}, nil, Policy{AllowHosts: []string{"p"}}) == nil {
 		t.Fatal("allowed provisioners refused")
 	}
-	if fsm.ProvisionerProblem(nil, true) != "has no provisioner" {
+	if (Policy{AllowExec: true}).Problem(nil) != "has no provisioner" {
 		t.Fatal("a pool without a provisioner")
 	}
 }

@@ -38,6 +38,7 @@ type agentFlags struct {
 	deleteTimeout      time.Duration
 	maxProvisioned     int
 	allowExec          bool
+	provisionerAllow   []string
 	provisionTimeout   time.Duration
 	logLevel           string
 	config             string
@@ -98,6 +99,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.IntVar(&f.suspicionMaxMult, "gossip-suspicion-max-mult", gd.SuspicionMaxMult, "how many times longer a suspect has while too few members confirm the suspicion")
 	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
+	fl.StringArrayVar(&f.provisionerAllow, "provisioner-allow", nil, "server: a host an elastic pool's webhook provisioner may be called at: host, host:port, *.domain, IP or CIDR (repeatable; none allowed by default, and loopback, link-local and metadata addresses only when listed as an IP or CIDR)")
 	fl.BoolVar(&f.allowExec, "elastic-allow-exec", false, "server: run elastic pools' command provisioners on this host (anyone with a write token can set a pool's command)")
 	fl.IntVar(&f.maxProvisioned, "max-provisioned-nodes", 0, "server: cap on nodes elastic pools may provision, spawning ones included, across every pool (0 = none)")
 	fl.DurationVar(&f.provisionTimeout, "provision-timeout", 2*time.Minute, "server: bound on one call of an elastic pool's provisioner (retried with backoff)")
