@@ -69,7 +69,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
 		Elastic: agent.ElasticConfig{MaxProvisionedNodes: f.maxProvisioned, CallTimeout: f.provisionTimeout, AllowExec: f.allowExec,
 			AllowHosts: f.provisionerAllow},
-		Gossip:  gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,
+		Gossip: gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,
 	}, nil
 }
 
