@@ -63,6 +63,10 @@ func workloadConfig(c *Cluster, rs runSpec) workload.Config {
 	return cfg
 }
 
+// e2eMinimums is what every run must get done for its verdicts to count: a
+// run of 20 s or more does hundreds of each, faults and all.
+var e2eMinimums = check.Minimums{Reads: 20, Writes: 10, Creates: 5, Samples: 10}
+
 // runOne runs the workload against c while the nemesis cycles, heals,
 // checks the history and writes everything under rs.outDir/<name>/.
 func runOne(ctx context.Context, c *Cluster, rs runSpec) check.Report {
@@ -114,6 +118,7 @@ func judge(ctx context.Context, c *Cluster, rs runSpec, h *workload.History, tl 
 	}
 	rep.Add(check.Placement(h.Samples()))
 	rep.Add(check.MonotonicIndex(ops))
+	rep.Add(check.Evidence(ops, h.Samples(), e2eMinimums))
 	rep.Add(conv)
 	var harness []string
 	if runErr != nil {

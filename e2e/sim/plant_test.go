@@ -13,22 +13,29 @@ import (
 // every seed means the suite is blind to it.
 func TestPlantedBugsAreCaught(t *testing.T) {
 	cases := []struct {
-		bug      plant.Bug
-		faults   []string
-		checkers []string // any of these failing counts as caught
+		name        string
+		bug         plant.Bug // none: the harness plants the failure
+		clientsFail bool
+		faults      []string
+		checkers    []string // any of these failing counts as caught
 	}{
-		{plant.StaleRead, []string{FaultPartition, FaultIsolate, FaultPause}, []string{"linearizable", "monotonic-index"}},
-		{plant.EarlyAck, []string{FaultIsolate, FaultCrashLeader, FaultPartition}, []string{"unique-creates", "linearizable"}},
-		{plant.SkipRecheck, []string{FaultSqueeze}, []string{"placement"}},
+		{"stale-read", plant.StaleRead, false, []string{FaultPartition, FaultIsolate, FaultPause}, []string{"linearizable", "monotonic-index"}},
+		{"early-ack", plant.EarlyAck, false, []string{FaultIsolate, FaultCrashLeader, FaultPartition}, []string{"unique-creates", "linearizable"}},
+		{"skip-recheck", plant.SkipRecheck, false, []string{FaultSqueeze}, []string{"placement"}},
+		// Every other checker passes a history of nothing but failures.
+		{"clients-all-fail", "", true, []string{FaultWorkerKill}, []string{"evidence"}},
 	}
 	budget := envInt(t, "AMSERVER_PLANT_SEEDS", 48)
 	for _, tc := range cases {
-		t.Run(string(tc.bug), func(t *testing.T) {
-			plant.Set(tc.bug)
-			t.Cleanup(func() { plant.Set() })
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.bug != "" {
+				plant.Set(tc.bug)
+				t.Cleanup(func() { plant.Set() })
+			}
+			opts := Options{Servers: 3, Faults: tc.faults, ClientsFail: tc.clientsFail}
 			const batch = 8
 			for first := 1; first <= budget; first += batch {
-				for _, o := range runSeeds(t, first, batch, batch, Options{Servers: 3, Faults: tc.faults}) {
+				for _, o := range runSeeds(t, first, batch, batch, opts) {
 					if name, ok := caughtBy(o, tc.checkers); ok {
 						t.Logf("caught by %s: %s", name, o.Summary())
 						return

@@ -208,10 +208,31 @@ func printSummary(t *testing.T, outcomes []*Outcome, elapsed time.Duration) {
 		fmt.Fprintf(&b, "%-16s %8d %8d\n", k, kinds[k][0], kinds[k][1])
 	}
 	fmt.Fprintln(&b, convergeLine(outcomes))
+	fmt.Fprintln(&b, leastLine(outcomes))
 	perMin := float64(len(outcomes)) / elapsed.Minutes()
 	fmt.Fprintf(&b, "seeds %d, failed %d, ops %d (unknown %d), %s, %.0f seeds/min\n",
 		len(outcomes), failed, ops, unknown, elapsed.Round(time.Second), perMin)
 	t.Log(b.String())
+}
+
+// leastLine is the least any seed got done, against what each must.
+func leastLine(outcomes []*Outcome) string {
+	var least *check.Minimums
+	for _, o := range outcomes {
+		if o.History == nil && o.Done == (check.Minimums{}) {
+			continue // never started
+		}
+		if least == nil {
+			d := o.Done
+			least = &d
+		}
+		l := least.Least(o.Done)
+		least = &l
+	}
+	if least == nil {
+		return "evidence: no seed ran"
+	}
+	return fmt.Sprintf("least done by a seed: %s (each must: %s)", least, Minimums)
 }
 
 // convergeLine is the distribution of how long seeds took to converge after
