@@ -47,6 +47,10 @@ type Server struct {
 	stopped      bool
 }
 
+// httpShutdownGrace is what requests in flight get to finish when the
+// server stops: a SIGTERM's whole budget is five seconds.
+const httpShutdownGrace = 2 * time.Second
+
 // NewServer opens the stores and creates Raft, gossip and the HTTP API, but
 // listens for HTTP only on Start.
 func NewServer(cfg Config, deps Deps) (*Server, error) {
@@ -81,6 +85,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 		Backend: &backend{Store: s.store, srv: s}, Exprs: deps.Engine.ExprChecker(), Logger: cfg.Logger,
 		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
 		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(), ForwardClient: deps.HTTPClient,
+		ShutdownGrace: httpShutdownGrace,
 	})
 	return s, nil
 }
@@ -277,7 +282,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	if s.gossip != nil {
-		if err := s.gossip.Leave(5 * time.Second); err != nil {
+		// The leave's broadcast gets at most a third of what is left, so
+		// requests in flight and Raft still have their share.
+		within := 5 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			within = max(time.Until(dl)/3, 100*time.Millisecond)
+		}
+		if err := s.gossip.Leave(within); err != nil {
 			s.logger.Warn("gossip leave failed", "err", err)
 		}
 	}

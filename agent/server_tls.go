@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -81,4 +84,31 @@ func (s *Server) serverAddresses() (join, servers []string) {
 	slices.Sort(join)
 	slices.Sort(servers)
 	return join, servers
+}
+
+// Reload applies what an operator may change without a restart (SIGHUP):
+// the TLS certificate, key and CA are read again (HTTP, Raft and
+// forwarding pick them up at their next handshake), and the configured
+// ACL tokens are replaced; a leader writes the new ones at once. Turning
+// ACLs on or off still takes a restart. Nothing changes on an error.
+func (s *Server) Reload(ctx context.Context, acl ACLConfig) error {
+	if acl.Enabled != s.cfg.ACL.Enabled {
+		return errors.New("agent: turning ACLs on or off takes a restart")
+	}
+	if err := acl.validate(); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if s.tls != nil {
+		if err := s.tls.Reload(); err != nil {
+			return fmt.Errorf("agent: reload TLS: %w", err)
+		}
+	}
+	s.leader.SetConfigTokens(acl.fsmTokens())
+	if s.store.IsLeader() && s.store.Ready() {
+		if err := s.leader.Prepare(ctx); err != nil {
+			return fmt.Errorf("agent: write the reloaded ACL tokens: %w", err)
+		}
+	}
+	s.logger.Info("configuration reloaded", "tls", s.tls != nil, "aclTokens", len(acl.Tokens))
+	return nil
 }

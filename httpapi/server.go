@@ -64,6 +64,9 @@ type Config struct {
 	// ForwardTLS configures the default ForwardClient for leaders that
 	// serve HTTPS (their advertised address says https://).
 	ForwardTLS *tls.Config
+	// ShutdownGrace is how long requests in flight get to finish once
+	// Serve's context ends (10 s when zero).
+	ShutdownGrace time.Duration
 }
 
 // Server is the HTTP API of one amserver server.
@@ -79,6 +82,7 @@ type Server struct {
 	metricsHandler http.Handler
 	metrics        *requestMetrics // nil without a Registerer
 	keepAlive      time.Duration
+	grace          time.Duration
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
@@ -112,11 +116,14 @@ func New(cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = shutdownGrace
+	}
 	s := &Server{
 		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
 		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
 		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
-		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive,
+		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive, grace: cfg.ShutdownGrace,
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -183,7 +190,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	go func() {
 		<-ctx.Done()
 		s.stop()
-		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		sctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
 		if err != nil {

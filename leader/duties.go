@@ -98,6 +98,7 @@ type Leader struct {
 	engine  *scheduler.Engine
 	log     *slog.Logger
 	metrics Metrics
+	tokens  configTokens
 }
 
 // New checks cfg and fills its defaults.
@@ -113,10 +114,12 @@ func New(cfg Config) *Leader {
 	}
 	cfg.Metrics.setDefaults()
 	cfg.Elastic.setDefaults()
-	return &Leader{
+	l := &Leader{
 		cfg: cfg, store: cfg.Store, clock: cfg.Clock, engine: cfg.Engine,
 		log: cfg.Logger, metrics: cfg.Metrics,
 	}
+	l.SetConfigTokens(cfg.ConfigTokens)
+	return l
 }
 
 // Duties are the leader's control loops (DESIGN §6), made anew per term.

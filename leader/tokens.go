@@ -12,7 +12,7 @@ import (
 // token works from the first request a cluster answers. An error gives
 // leadership away (raftstore.Term).
 func (l *Leader) Prepare(ctx context.Context) error {
-	for _, want := range l.cfg.ConfigTokens {
+	for _, want := range l.tokens.get() {
 		if got := l.store.State().ACLTokenBySecretHash(want.SecretHash); got != nil && got.Kind == want.Kind && got.NodeID == want.NodeID {
 			continue
 		}

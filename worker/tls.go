@@ -13,20 +13,32 @@ import (
 // verified by the server name their certificates carry, not by the address
 // they were reached at. One client serves every call, so connections (and
 // their handshakes) are reused.
-func httpsClient(f certs.Files) (*http.Client, error) {
+func httpsClient(f certs.Files) (*http.Client, *certs.TLS, error) {
 	if f.CAFile == "" {
 		if f.Enabled() {
-			return nil, fmt.Errorf("worker: a TLS certificate needs the CA too (--tls-ca)")
+			return nil, nil, fmt.Errorf("worker: a TLS certificate needs the CA too (--tls-ca)")
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	tc, err := certs.Load(f)
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return nil, nil, fmt.Errorf("worker: %w", err)
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.TLSClientConfig = tc.ServerClient()
-	return &http.Client{Transport: t}, nil
+	return &http.Client{Transport: t}, tc, nil
+}
+
+// ReloadTLS reads the worker's certificate, key and CA again (SIGHUP); the
+// next handshake uses them. Without TLS there is nothing to do.
+func (w *Worker) ReloadTLS() error {
+	if w.tls == nil {
+		return nil
+	}
+	if err := w.tls.Reload(); err != nil {
+		return fmt.Errorf("worker: reload TLS: %w", err)
+	}
+	return nil
 }
 
 // newClient is an API client for one server address. With TLS a bare

@@ -52,6 +52,7 @@ type Worker struct {
 	logger *slog.Logger
 	gossip *gossip.Gossip
 	https  *http.Client // nil: plain HTTP; shared so connections are reused
+	tls    *certs.TLS   // what https presents and trusts; nil without TLS
 
 	mu      sync.Mutex
 	server  int // index into servers() of the server in use
@@ -75,7 +76,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.PollWait = 30 * time.Second
 	}
 	cfg.Inventory.ID = cfg.NodeID
-	hc, err := httpsClient(cfg.TLS)
+	hc, tc, err := httpsClient(cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker gossip: %w", err)
 	}
-	return &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g, https: hc}, nil
+	return &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g, https: hc, tls: tc}, nil
 }
 
 // Start joins gossip and runs registration and the assignment loop.

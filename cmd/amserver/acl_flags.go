@@ -73,3 +73,44 @@ func redact(spec string) string {
 	}
 	return "…"
 }
+
+// aclFlagNames are the flags a SIGHUP reload re-reads from --config.
+var aclFlagNames = []string{"acl-enabled", "acl-management-token", "acl-token"}
+
+// reloadACL rebuilds the ACL configuration as a start would now: values
+// the command line or environment set stay, the rest come from the config
+// file as it reads today (a token removed from the file goes).
+func (f *agentFlags) reloadACL() (agent.ACLConfig, error) {
+	fs := pflag.NewFlagSet("reload", pflag.ContinueOnError)
+	var fresh aclFlags
+	fresh.register(fs)
+	for _, name := range aclFlagNames {
+		if f.fixed[name] {
+			fresh.copyFlag(&f.acl, name)
+		}
+	}
+	values, err := readConfigFile(f.config)
+	if err != nil {
+		return agent.ACLConfig{}, err
+	}
+	for _, name := range aclFlagNames {
+		if v, ok := values[name]; ok && !f.fixed[name] {
+			if err := setFlag(fs, fs.Lookup(name), v); err != nil {
+				return agent.ACLConfig{}, fmt.Errorf("--config %s: %s: %w", f.config, name, err)
+			}
+		}
+	}
+	return fresh.config()
+}
+
+// copyFlag takes one flag's value from from.
+func (f *aclFlags) copyFlag(from *aclFlags, name string) {
+	switch name {
+	case "acl-enabled":
+		f.enabled = from.enabled
+	case "acl-management-token":
+		f.management = from.management
+	case "acl-token":
+		f.tokens = append([]string(nil), from.tokens...)
+	}
+}

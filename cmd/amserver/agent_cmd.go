@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/gossip"
@@ -42,9 +43,12 @@ type agentFlags struct {
 	provisionTimeout   time.Duration
 	logLevel           string
 	config             string
-	inventory          inventoryFlags
-	acl                aclFlags
-	security           securityFlags
+	// fixed are the flags the command line or the environment set: a
+	// reload of the config file (SIGHUP) leaves them as they are.
+	fixed     map[string]bool
+	inventory inventoryFlags
+	acl       aclFlags
+	security  securityFlags
 }
 
 func newAgentCmd() *cobra.Command { return newAgentCmdFor(&agentFlags{}) }
@@ -59,6 +63,8 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 			if err := applyEnv(cmd, os.Getenv); err != nil {
 				return badFlags(err)
 			}
+			f.fixed = map[string]bool{}
+			cmd.Flags().Visit(func(fl *pflag.Flag) { f.fixed[fl.Name] = true })
 			if err := applyConfigFile(cmd, f.config); err != nil {
 				return badFlags(err)
 			}
@@ -132,11 +138,36 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("amserver server running", "id", cfg.NodeID, "http", srv.HTTPURL(), "gossip", srv.Gossip().LocalAddr())
-	<-ctx.Done()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			reload(ctx, f, srv, logger)
+		case <-ctx.Done():
+		}
+	}
 	logger.Info("shutting down: transferring leadership and leaving gossip")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// shutdownBudget is how long SIGTERM may take: hand leadership over,
+// leave gossip, let requests in flight finish, stop Raft.
+const shutdownBudget = 5 * time.Second
+
+// reload re-reads what SIGHUP reloads: the TLS files and the ACL tokens
+// of the configuration (file and flags); a failure keeps what runs.
+func reload(ctx context.Context, f *agentFlags, srv *agent.Server, logger *slog.Logger) {
+	acl, err := f.reloadACL()
+	if err == nil {
+		err = srv.Reload(ctx, acl)
+	}
+	if err != nil {
+		logger.Error("reload failed; the running configuration stays", "err", err)
+	}
 }
 
 func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
@@ -152,7 +183,18 @@ func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("amserver worker running", "id", cfg.NodeID, "pool", cfg.Inventory.Pool, "gossip", w.GossipAddr())
-	<-ctx.Done()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			if err := w.ReloadTLS(); err != nil {
+				logger.Error("reload failed; the running configuration stays", "err", err)
+			}
+		case <-ctx.Done():
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return w.Shutdown(sctx)

@@ -193,16 +193,9 @@ func applyEnv(cmd *cobra.Command, getenv func(string) string) error {
 // applyConfigFile sets every flag named in a JSON or YAML file that the
 // command line did not set; list values set the flag once per element.
 func applyConfigFile(cmd *cobra.Command, path string) error {
-	if path == "" {
-		return nil
-	}
-	raw, err := os.ReadFile(path)
+	values, err := readConfigFile(path)
 	if err != nil {
-		return fmt.Errorf("--config: %w", err)
-	}
-	var values map[string]any
-	if err := yaml.Unmarshal(raw, &values); err != nil {
-		return fmt.Errorf("--config %s: %w", path, err)
+		return err
 	}
 	flags := cmd.Flags()
 	for key, v := range values {
@@ -218,6 +211,22 @@ func applyConfigFile(cmd *cobra.Command, path string) error {
 		}
 	}
 	return nil
+}
+
+// readConfigFile reads --config's settings (none without a file).
+func readConfigFile(path string) (map[string]any, error) {
+	if path == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	var values map[string]any
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", path, err)
+	}
+	return values, nil
 }
 
 func setFlag(flags *pflag.FlagSet, fl *pflag.Flag, v any) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 )
 
 // Files names the PEM files of one agent's TLS setup.
@@ -26,13 +27,23 @@ type Files struct {
 // server's HTTP API HTTPS-only and its Raft transport mutual TLS.
 func (f Files) Enabled() bool { return f.CertFile != "" || f.KeyFile != "" }
 
-// TLS is a loaded configuration. Its methods return a fresh *tls.Config
-// each time, so callers may change what they get.
+// TLS is a loaded configuration that Reload can refresh from its files
+// while connections are served: every tls.Config it hands out reads the
+// current certificate and CA when a handshake happens, so a certificate
+// rotated on disk takes effect with the next handshake, without a
+// restart. Its methods return a fresh *tls.Config each time.
 type TLS struct {
-	cert       *tls.Certificate // nil: a client with only a CA
-	pool       *x509.CertPool
+	files      Files
 	serverName string
 	verifyIn   bool
+	cur        atomic.Pointer[material]
+}
+
+// material is what Reload swaps: the certificate (nil for a client with
+// only a CA) and the CA pool.
+type material struct {
+	cert *tls.Certificate
+	pool *x509.CertPool
 }
 
 // LoadServer loads what a server needs: its certificate, its key and the CA.
@@ -52,22 +63,33 @@ func Load(f Files) (*TLS, error) {
 	if (f.CertFile == "") != (f.KeyFile == "") {
 		return nil, errors.New("certs: a certificate and its key go together")
 	}
-	pool, err := LoadPool(f.CAFile)
-	if err != nil {
-		return nil, err
-	}
-	t := &TLS{pool: pool, serverName: f.ServerName, verifyIn: f.VerifyIncoming}
+	t := &TLS{files: f, serverName: f.ServerName, verifyIn: f.VerifyIncoming}
 	if t.serverName == "" {
 		t.serverName = DefaultServerName
 	}
-	if f.CertFile != "" {
-		pair, err := readPair(f.CertFile, f.KeyFile)
-		if err != nil {
-			return nil, err
-		}
-		t.cert = &pair
+	if err := t.Reload(); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// Reload reads the certificate, key and CA again. On any error the
+// material in use stays, and the error says what could not be read.
+func (t *TLS) Reload() error {
+	pool, err := LoadPool(t.files.CAFile)
+	if err != nil {
+		return err
+	}
+	m := &material{pool: pool}
+	if t.files.CertFile != "" {
+		pair, err := readPair(t.files.CertFile, t.files.KeyFile)
+		if err != nil {
+			return err
+		}
+		m.cert = &pair
+	}
+	t.cur.Store(m)
+	return nil
 }
 
 // LoadPool reads a PEM bundle of CA certificates.
@@ -94,11 +116,29 @@ func readPair(certFile, keyFile string) (tls.Certificate, error) {
 // ServerName is the DNS name server certificates carry.
 func (t *TLS) ServerName() string { return t.serverName }
 
+// Certificate is the certificate in use (nil without one).
+func (t *TLS) Certificate() *tls.Certificate { return t.cur.Load().cert }
+
 func (t *TLS) certs() []tls.Certificate {
-	if t.cert == nil {
-		return nil
+	if c := t.cur.Load().cert; c != nil {
+		return []tls.Certificate{*c}
 	}
-	return []tls.Certificate{*t.cert}
+	return nil
+}
+
+// getCertificate and getClientCertificate present the current certificate.
+func (t *TLS) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := t.cur.Load().cert; c != nil {
+		return c, nil
+	}
+	return nil, errors.New("certs: no certificate configured")
+}
+
+func (t *TLS) getClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	if c := t.cur.Load().cert; c != nil {
+		return c, nil
+	}
+	return &tls.Certificate{}, nil // none: the server decides whether that will do
 }
 
 // HTTPServer is the API's listener configuration: TLS 1.2+, and client
@@ -109,32 +149,43 @@ func (t *TLS) HTTPServer() *tls.Config {
 	if t.verifyIn {
 		auth = tls.RequireAndVerifyClientCert
 	}
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: t.certs(), ClientCAs: t.pool, ClientAuth: auth}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: t.certs(), ClientCAs: t.cur.Load().pool, ClientAuth: auth}, nil
+	}}
 }
 
 // ServerClient is for calls to a server's API from inside the cluster
 // (forwarding to the leader, workers): the server must present a server
 // certificate, whatever address it was reached at, and we present ours.
+// Verification happens in VerifyConnection against the current CA (a
+// client's RootCAs cannot change after the config is made), so the
+// standard verification is switched off in favour of it, not dropped.
 func (t *TLS) ServerClient() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: t.certs(), RootCAs: t.pool, ServerName: t.serverName}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12, GetClientCertificate: t.getClientCertificate, ServerName: t.serverName,
+		InsecureSkipVerify: true, //nolint:gosec // VerifyConnection verifies the chain and name against the current CA
+		VerifyConnection: t.verifyServerPeer,
+	}
 }
 
 // RaftServer accepts Raft connections only from peers that present a server
 // certificate of the CA.
 func (t *TLS) RaftServer() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12, Certificates: t.certs(),
-		ClientCAs: t.pool, ClientAuth: tls.RequireAndVerifyClientCert,
-		VerifyConnection: t.verifyServerPeer,
-	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return &tls.Config{
+			MinVersion: tls.VersionTLS12, Certificates: t.certs(),
+			ClientCAs: t.cur.Load().pool, ClientAuth: tls.RequireAndVerifyClientCert,
+			VerifyConnection: t.verifyServerPeer,
+		}, nil
+	}}
 }
 
 // RaftClient dials Raft peers, which must present a server certificate of
 // the CA; the address dialled plays no part in it.
 func (t *TLS) RaftClient() *tls.Config {
 	return &tls.Config{
-		MinVersion: tls.VersionTLS12, Certificates: t.certs(),
-		RootCAs: t.pool, ServerName: t.serverName,
+		MinVersion: tls.VersionTLS12, GetClientCertificate: t.getClientCertificate, ServerName: t.serverName,
+		InsecureSkipVerify: true, //nolint:gosec // VerifyConnection verifies the chain and name against the current CA
 		VerifyConnection: t.verifyServerPeer,
 	}
 }
@@ -155,7 +206,7 @@ func (t *TLS) verifyServerPeer(cs tls.ConnectionState) error {
 		inter.AddCert(c)
 	}
 	_, err := leaf.Verify(x509.VerifyOptions{
-		Roots: t.pool, Intermediates: inter, DNSName: t.serverName,
+		Roots: t.cur.Load().pool, Intermediates: inter, DNSName: t.serverName,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
