@@ -59,11 +59,11 @@ func (p *placer) Run(ctx context.Context) {
 // pass places one batch and returns how many plan parts committed.
 func (p *placer) pass(ctx context.Context) int {
 	st := p.l.store.State()
-	queue := placementQueue(st, p.scanUnplaceable(st))
+	start := p.l.clock.Now()
+	queue := placementQueue(st, p.scanUnplaceable(st, start))
 	if len(queue) == 0 {
 		return 0
 	}
-	start := time.Now()
 	if p.since == nil {
 		p.since = pendingSince{}
 	}
@@ -75,10 +75,10 @@ func (p *placer) pass(ctx context.Context) int {
 	p.pruneTried(start)
 	budget := preemptPerPass
 	for _, b := range queue {
-		p.placeOne(batch, b, &budget)
+		p.placeOne(batch, b, &budget, start)
 	}
 	committed := p.l.applyBatch(ctx, batch)
-	end := time.Now()
+	end := p.l.clock.Now()
 	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
 	p.since.settle(p.l.store.State(), p.l.metrics.PlacementLatency, end)
 	return committed
@@ -86,11 +86,11 @@ func (p *placer) pass(ctx context.Context) int {
 
 // placeOne heals, places, or — for a primary that does not fit and a band
 // that can evict someone — preempts lower bands (DESIGN §3.6).
-func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int) {
+func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int, now time.Time) {
 	switch {
 	case needsHeal(b):
 		batch.Heal(b)
-	case p.mayPreempt(b, budget):
+	case p.mayPreempt(b, budget, now):
 		if res := batch.Preempt(b); res.Update == nil {
 			batch.Place(b) // nothing to evict: record why it does not fit
 		}
@@ -99,14 +99,13 @@ func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int) {
 	}
 }
 
-func (p *placer) mayPreempt(b *fsm.Bundle, budget *int) bool {
+func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
 	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) || *budget == 0 {
 		return false
 	}
 	if p.tried == nil {
 		p.tried = map[string]time.Time{}
 	}
-	now := time.Now()
 	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
 		return false
 	}
@@ -134,8 +133,8 @@ func (p *placer) pruneTried(now time.Time) {
 // scanUnplaceable says whether this pass reads the unplaceable bundles:
 // always after a cluster change (that is what they wait for), otherwise at
 // most once per unplaceableRescan.
-func (p *placer) scanUnplaceable(st *fsm.State) bool {
-	changed, now := st.Index("nodes", "pools"), time.Now()
+func (p *placer) scanUnplaceable(st *fsm.State, now time.Time) bool {
+	changed := st.Index("nodes", "pools")
 	if changed == p.scannedChange && now.Sub(p.scannedAt) < unplaceableRescan {
 		return false
 	}

@@ -21,13 +21,17 @@ func (d *services) Name() string { return "node-services" }
 func (d *services) Run(ctx context.Context) {
 	for {
 		watch := d.l.store.WatchCh()
-		st := d.l.store.State()
-		if plan := servicePlan(st, d.l.clock.Now().UnixNano()); plan != nil {
-			d.l.applyLogged(ctx, fsm.ApplyPlanType, plan)
-		}
+		d.pass(ctx)
 		if !waitChange(ctx, watch, 10*time.Second) {
 			return
 		}
+	}
+}
+
+// pass places and stops node services as the state asks, in one plan.
+func (d *services) pass(ctx context.Context) {
+	if plan := servicePlan(d.l.store.State(), d.l.clock.Now().UnixNano()); plan != nil {
+		d.l.applyLogged(ctx, fsm.ApplyPlanType, plan)
 	}
 }
 
