@@ -121,3 +121,30 @@ func TestServicesLeaveRemovedPool(t *testing.T) {
 		t.Fatalf("running on %v, want [n2]", got)
 	}
 }
+
+// TestServicesShareNodeWithoutRejects: two services that together need
+// more nics than a node has: the plan places the first (by id) and does
+// not propose the second, which the FSM would reject on every pass.
+func TestServicesShareNodeWithoutRejects(t *testing.T) {
+	e := newEnv(t)
+	e.nicNode("n1", "p", 2, fsm.NodeReady)
+	e.nicNode("n2", "p", 4, fsm.NodeReady)
+	e.service("a", 2, "p")
+	e.service("b", 2, "p")
+	e.service("c", 1, "p")
+	d := &services{l: e.l}
+	d.pass(e.ctx)
+	want := map[string][]string{"n1": {"a"}, "n2": {"a", "b"}}
+	if got := e.running(); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("running %v, want %v", got, want)
+	}
+	for _, r := range planResults(t, e.store.take()) {
+		if len(r.Rejected) != 0 {
+			t.Fatalf("rejected parts: %+v", r.Rejected)
+		}
+	}
+	d.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("a second pass proposed %v", typesOf(ps))
+	}
+}
