@@ -148,7 +148,7 @@ func planResults(t tb, ps []proposal) []*fsm.PlanResult {
 func member(name string, role gossip.Role, status gossip.Status, since time.Time) gossip.Member {
 	m := gossip.Member{Name: name, Status: status, Since: since, Meta: gossip.Meta{Role: role}}
 	if role == gossip.RoleServer {
-		m.Meta.RaftAddr = "10.0.0." + name[1:] + ":7001"
+		m.Meta.RaftAddr = serverAddr(name)
 	}
 	return m
 }
