@@ -105,6 +105,14 @@ func (r *fsmRig) Apply(_ context.Context, typ fsm.MessageType, body any) (*fsm.R
 	return p.res, nil
 }
 
+// setLeader says whether this server leads; a follower's Apply fails with
+// ErrNotLeader.
+func (r *fsmRig) setLeader(leader bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notLeader = !leader
+}
+
 // failNext makes the next Applies return errs, one each, in order. An
 // ErrOutcomeUnknown leaves the entry in doubt in the log (see settle).
 func (r *fsmRig) failNext(errs ...error) {
