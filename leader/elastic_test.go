@@ -279,3 +279,27 @@ func TestElasticNoExec(t *testing.T) {
 		t.Fatalf("nearest miss %+v, want the provisioner stage", m)
 	}
 }
+
+// TestElasticScaleDownKeepsMinNodes: nodes being given back do not count
+// toward minNodes, so scale-down stops at the floor on later passes too.
+func TestElasticScaleDownKeepsMinNodes(t *testing.T) {
+	e := newEnv(t)
+	p := planPool("e", 0, 3)
+	e.pool(p)
+	d := e.elastic()
+	d.pass(e.ctx)
+	for _, sp := range e.spawns() {
+		e.register(sp)
+	}
+	d.pass(e.ctx) // all idle from now
+	p.Warm, p.MinNodes = 0, 1
+	e.pool(p)
+	e.clock.advance(time.Duration(fsm.DefaultIdleTimeout))
+	for range 3 {
+		d.pass(e.ctx)
+		e.clock.advance(time.Second)
+	}
+	if got := countSpawns(e, fsm.SpawnRegistered); got != 1 {
+		t.Fatalf("%d nodes left registered, want minNodes (1)", got)
+	}
+}
