@@ -75,6 +75,12 @@ func (p *placer) pass(ctx context.Context) int {
 	p.pruneTried(start)
 	budget := preemptPerPass
 	for _, b := range queue {
+		if batch.Updated(b.ID()) {
+			// Evicted by a preemption earlier in this batch: b is stale,
+			// and healing or placing it would build on a backup that is
+			// gone. The next pass sees it as the plan left it.
+			continue
+		}
 		p.placeOne(batch, b, &budget, start)
 	}
 	committed := p.l.applyBatch(ctx, batch)
