@@ -41,6 +41,12 @@ func (d *drainer) pass(ctx context.Context) {
 	batch := d.l.engine.Snapshot(st).NewBatch(d.l.store.AppliedIndex())
 	for _, n := range batchNodes {
 		for _, b := range bundlesOn(st, n.ID) {
+			if batch.Updated(b.ID()) {
+				// Moved off another draining node in this batch: b is
+				// stale, and moving its jobs from it could break its
+				// rules against where the other jobs just went. Next pass.
+				continue
+			}
 			batch.Drain(b, n.ID)
 		}
 	}

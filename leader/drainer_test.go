@@ -84,3 +84,32 @@ func TestDrainerNowhereToGo(t *testing.T) {
 		t.Fatalf("once a node joined the job is on %s, want n3", got)
 	}
 }
+
+// TestDrainerTwoDrainingNodes: a bundle with jobs on two draining nodes is
+// moved from stale state at most once per batch: its jobs must stay apart.
+func TestDrainerTwoDrainingNodes(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 1, fsm.NodeReady)
+	e.node("n2", "p", 1000, 1, fsm.NodeReady)
+	s := spec("b", "p", "", 1000, 1000)
+	s.Jobs[0].SeparateFrom = []string{"b"}
+	e.create(s)
+	(&placer{l: e.l}).pass(e.ctx)
+	e.node("n3", "p", 4000, 4, fsm.NodeReady)
+	e.node("n4", "p", 4000, 4, fsm.NodeReady)
+	e.drain("n1")
+	e.drain("n2")
+	d := &drainer{l: e.l}
+	for range 2 {
+		d.pass(e.ctx)
+	}
+	for _, r := range planResults(t, e.store.take()) {
+		if len(r.Rejected) != 0 {
+			t.Fatalf("rejected parts: %+v", r.Rejected)
+		}
+	}
+	got := e.nodesOf("b", 0)
+	if got["a"] == got["b"] || (got["a"] != "n3" && got["a"] != "n4") || (got["b"] != "n3" && got["b"] != "n4") {
+		t.Fatalf("jobs on %v, want them apart on n3 and n4", got)
+	}
+}
