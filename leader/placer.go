@@ -21,6 +21,11 @@ type placer struct {
 	// on the candidate nodes: leader-local and disposable, not state.
 	tried    map[string]time.Time
 	prunedAt time.Time
+	// deferred are bundles the pause kept from a search while a cluster
+	// change had them in the queue, with when they may search again. The
+	// change was spent on a Place that could not succeed, so without
+	// this they would wait for another one however long the pause is.
+	deferred map[string]time.Time
 	// scannedAt and scannedChange record the last pass that looked at the
 	// unplaceable bundles, and the cluster (nodes, pools) index it saw.
 	scannedAt     time.Time
@@ -60,7 +65,7 @@ func (p *placer) Run(ctx context.Context) {
 func (p *placer) pass(ctx context.Context) int {
 	st := p.l.store.State()
 	start := p.l.clock.Now()
-	queue := placementQueue(st, p.scanUnplaceable(st, start))
+	queue := p.withDeferred(st, placementQueue(st, p.scanUnplaceable(st, start)), start)
 	if len(queue) == 0 {
 		return 0
 	}
@@ -106,16 +111,24 @@ func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int, no
 }
 
 func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
-	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) || *budget == 0 {
+	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) {
+		return false
+	}
+	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
+		if p.deferred == nil {
+			p.deferred = map[string]time.Time{}
+		}
+		p.deferred[b.ID()] = last.Add(preemptRetry)
+		return false
+	}
+	if *budget == 0 {
 		return false
 	}
 	if p.tried == nil {
 		p.tried = map[string]time.Time{}
 	}
-	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
-		return false
-	}
 	p.tried[b.ID()] = now
+	delete(p.deferred, b.ID())
 	*budget--
 	return true
 }
@@ -134,6 +147,39 @@ func (p *placer) pruneTried(now time.Time) {
 			delete(p.tried, id)
 		}
 	}
+}
+
+// withDeferred adds to the queue up to preemptPerPass deferred bundles
+// whose pause is over, most important first, and forgets those that no
+// longer need a search. A bundle stays deferred until it is searched
+// (mayPreempt), so one that loses this pass's budget comes back next pass.
+func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time) []*fsm.Bundle {
+	if len(p.deferred) == 0 {
+		return queue
+	}
+	queued := make(map[string]bool, len(queue))
+	for _, b := range queue {
+		queued[b.ID()] = true
+	}
+	var due []*fsm.Bundle
+	for id, at := range p.deferred {
+		b := st.Bundle(id)
+		switch {
+		case b == nil || b.State != fsm.StateUnplaceable || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze):
+			delete(p.deferred, id)
+		case now.Before(at) || queued[id]:
+		default:
+			due = append(due, b)
+		}
+	}
+	if len(due) == 0 {
+		return queue
+	}
+	sortByBand(due)
+	due = due[:min(len(due), preemptPerPass)]
+	queue = append(queue, due...)
+	sortByBand(queue)
+	return queue
 }
 
 // scanUnplaceable says whether this pass reads the unplaceable bundles:

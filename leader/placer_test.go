@@ -223,33 +223,40 @@ func countStates(e *env, prefix string) map[string]int {
 
 // TestPlacerPreemptRetry: a gold bundle whose search found no victims is
 // not searched again before preemptRetry on the leader's clock, even
-// though the cluster changed; after it, the next change lets it evict.
+// though the cluster changed in between; after it, it is searched again
+// and evicts, whether or not the cluster changes again.
 func TestPlacerPreemptRetry(t *testing.T) {
-	e := newEnv(t)
-	e.node("n1", "p", 4000, 4, fsm.NodeReady)
-	e.bundle("peer", "p", fsm.PriorityGold, 2000)
-	e.place("peer", 0, "n1")
-	e.bundle("g", "p", fsm.PriorityGold, 3500)
-	p := &placer{l: e.l}
-	p.pass(e.ctx) // searched: a gold peer is no victim
-	e.bundle("x", "p", fsm.PriorityBronze, 1000)
-	p.pass(e.ctx)
-	if e.get("g").State != fsm.StateUnplaceable || e.get("x").State != fsm.StatePlaced {
-		t.Fatalf("g %s, x %s: want g unplaceable and x placed", e.get("g").State, e.get("x").State)
-	}
-	deleteAndPurge(e, "peer") // 3000 free now: g fits only by evicting x
-	e.clock.advance(preemptRetry / 2)
-	tried := e.get("g").AttemptIndex
-	p.pass(e.ctx)
-	if g := e.get("g"); g.State != fsm.StateUnplaceable || g.AttemptIndex == tried || e.get("x").State != fsm.StatePlaced {
-		t.Fatalf("within preemptRetry: g %s (attempt %d, was %d), x %s; want g tried without evicting",
-			g.State, g.AttemptIndex, tried, e.get("x").State)
-	}
-	e.clock.advance(preemptRetry)
-	e.node("n2", "q", 100, 1, fsm.NodeReady) // any cluster change
-	p.pass(e.ctx)
-	if e.get("g").State != fsm.StatePlaced || e.get("x").State == fsm.StatePlaced {
-		t.Fatalf("after preemptRetry: g %s, x %s; want x evicted for g", e.get("g").State, e.get("x").State)
+	for _, change := range []bool{true, false} {
+		t.Run(fmt.Sprintf("change after the pause %t", change), func(t *testing.T) {
+			e := newEnv(t)
+			e.node("n1", "p", 4000, 4, fsm.NodeReady)
+			e.bundle("peer", "p", fsm.PriorityGold, 2000)
+			e.place("peer", 0, "n1")
+			e.bundle("g", "p", fsm.PriorityGold, 3500)
+			p := &placer{l: e.l}
+			p.pass(e.ctx) // searched: a gold peer is no victim
+			e.bundle("x", "p", fsm.PriorityBronze, 1000)
+			p.pass(e.ctx)
+			if e.get("g").State != fsm.StateUnplaceable || e.get("x").State != fsm.StatePlaced {
+				t.Fatalf("g %s, x %s: want g unplaceable and x placed", e.get("g").State, e.get("x").State)
+			}
+			deleteAndPurge(e, "peer") // 3000 free now: g fits only by evicting x
+			e.clock.advance(preemptRetry / 2)
+			tried := e.get("g").AttemptIndex
+			p.pass(e.ctx)
+			if g := e.get("g"); g.State != fsm.StateUnplaceable || g.AttemptIndex == tried || e.get("x").State != fsm.StatePlaced {
+				t.Fatalf("within preemptRetry: g %s (attempt %d, was %d), x %s; want g tried without evicting",
+					g.State, g.AttemptIndex, tried, e.get("x").State)
+			}
+			e.clock.advance(preemptRetry / 2)
+			if change {
+				e.node("n2", "q", 100, 1, fsm.NodeReady)
+			}
+			p.pass(e.ctx)
+			if e.get("g").State != fsm.StatePlaced || e.get("x").State == fsm.StatePlaced {
+				t.Fatalf("after preemptRetry: g %s, x %s; want x evicted for g", e.get("g").State, e.get("x").State)
+			}
+		})
 	}
 }
 
