@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -342,4 +343,40 @@ func (p *fakeProvisioning) takeCalls() (creates, deletes []string) {
 	creates, deletes = p.creates, p.deletes
 	p.creates, p.deletes = nil, nil
 	return creates, deletes
+}
+
+// TestFakeStore: the rig behaves as the duties assume a Store does: a
+// change closes WatchCh, a failed Apply changes nothing, and an entry of
+// unknown outcome is in the log but not applied until settled.
+func TestFakeStore(t *testing.T) {
+	r := newFSMRig(t)
+	ctx := context.Background()
+	pool := &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "p"}}
+	watch := r.WatchCh()
+	if res, err := r.Apply(ctx, fsm.UpsertPoolType, pool); err != nil || res.Err != nil {
+		t.Fatalf("apply: %v %v", err, res)
+	}
+	select {
+	case <-watch:
+	default:
+		t.Fatal("WatchCh not closed by a change")
+	}
+	r.failNext(raftstore.ErrNotLeader, raftstore.ErrOutcomeUnknown)
+	if _, err := r.Apply(ctx, fsm.DeletePoolType, &fsm.DeletePoolRequest{Name: "p"}); !errors.Is(err, raftstore.ErrNotLeader) {
+		t.Fatalf("first failure: %v", err)
+	}
+	if _, err := r.Apply(ctx, fsm.DeletePoolType, &fsm.DeletePoolRequest{Name: "p"}); !errors.Is(err, raftstore.ErrOutcomeUnknown) {
+		t.Fatalf("second failure: %v", err)
+	}
+	if r.State().Pool("p") == nil || r.LastIndex() != r.AppliedIndex()+1 {
+		t.Fatalf("pool %v, last %d applied %d: want the pool and one entry in doubt",
+			r.State().Pool("p"), r.LastIndex(), r.AppliedIndex())
+	}
+	r.settle(true)
+	if r.State().Pool("p") != nil || r.LastIndex() != r.AppliedIndex() {
+		t.Fatal("the entry in doubt did not commit when settled")
+	}
+	if got := typesOf(r.take()); len(got) != 3 {
+		t.Fatalf("recorded %v, want the three proposals", got)
+	}
 }
