@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
@@ -178,4 +179,25 @@ func (h *logRecorder) count(level slog.Level, msg string) int {
 	return len(slices.DeleteFunc(slices.Clone(h.records), func(r slog.Record) bool {
 		return r.Level < level || r.Message != msg
 	}))
+}
+
+// TestRunStopsWithContext: every duty's loop, wired to the fakes, returns
+// once its context ends (each after at most one pass), so a term that
+// ends leaves nothing running.
+func TestRunStopsWithContext(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 1, fsm.NodeReady)
+	e.bundle("b", "p", "", 500)
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	duties := e.l.Duties()
+	var names []string
+	for _, d := range duties {
+		names = append(names, d.Name())
+	}
+	want := []string{"reconcile", "placement", "failover", "drain", "timers", "node-services", "deletion", "elastic"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("duties %v, want %v", names, want)
+	}
+	Run(ctx, duties)
 }
