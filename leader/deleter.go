@@ -20,15 +20,20 @@ func (d *deleter) Name() string { return "deletion" }
 func (d *deleter) Run(ctx context.Context) {
 	for {
 		watch := d.l.store.WatchCh()
-		st := d.l.store.State()
-		now := d.l.clock.Now()
-		for _, b := range st.BundlesInState(fsm.StateDeleting) {
-			if reason, ok := purgeReason(st, b, now, d.l.cfg.DeleteTimeout); ok {
-				d.l.applyLogged(ctx, fsm.PurgeBundleType, &fsm.PurgeBundleRequest{ID: b.ID(), Reason: reason, Now: now.UnixNano()})
-			}
-		}
+		d.pass(ctx)
 		if !waitChange(ctx, watch, time.Second) {
 			return
+		}
+	}
+}
+
+// pass purges every deleting bundle that may leave the state now.
+func (d *deleter) pass(ctx context.Context) {
+	st := d.l.store.State()
+	now := d.l.clock.Now()
+	for _, b := range st.BundlesInState(fsm.StateDeleting) {
+		if reason, ok := purgeReason(st, b, now, d.l.cfg.DeleteTimeout); ok {
+			d.l.applyLogged(ctx, fsm.PurgeBundleType, &fsm.PurgeBundleRequest{ID: b.ID(), Reason: reason, Now: now.UnixNano()})
 		}
 	}
 }

@@ -100,10 +100,7 @@ type elastic struct {
 func (e *elastic) Name() string { return "elastic" }
 
 func (e *elastic) Run(ctx context.Context) {
-	e.cfg = e.l.cfg.Elastic
-	e.engine = scheduler.NewEngine(scheduler.Options{})
-	e.planned, e.plannedAt, e.fence = nil, 0, 0
-	e.calls = e.cfg.Provisioning(ctx)
+	e.begin(ctx)
 	defer e.calls.Wait()
 	tick := time.NewTicker(e.cfg.Interval)
 	defer tick.Stop()
@@ -123,6 +120,14 @@ func (e *elastic) Run(ctx context.Context) {
 		case <-time.After(elasticMinGap):
 		}
 	}
+}
+
+// begin starts a term: nothing planned, no fence, this term's calls.
+func (e *elastic) begin(ctx context.Context) {
+	e.cfg = e.l.cfg.Elastic
+	e.engine = scheduler.NewEngine(scheduler.Options{})
+	e.planned, e.plannedAt, e.fence = nil, 0, 0
+	e.calls = e.cfg.Provisioning(ctx)
 }
 
 // pass does one round of every elastic decision against one state view.

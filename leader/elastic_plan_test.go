@@ -4,33 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/ledger"
 	"github.com/amserver/amserver/scheduler"
 )
-
-// fsmRig applies commands straight to an FSM, for the planner's unit tests.
-type fsmRig struct {
-	t     *testing.T
-	f     *fsm.FSM
-	index uint64
-}
-
-func newFSMRig(t *testing.T) *fsmRig { return &fsmRig{t: t, f: fsm.New(fsm.Config{})} }
-
-func (r *fsmRig) ok(typ fsm.MessageType, body any) {
-	r.t.Helper()
-	data, err := fsm.Encode(typ, body)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	r.index++
-	if res := r.f.Apply(&raft.Log{Index: r.index, Type: raft.LogCommand, Data: data}).(*fsm.Result); res.Err != nil {
-		r.t.Fatalf("%s: %v", typ, res.Err)
-	}
-}
 
 // unplaceable creates a bundle and records a failed placement, as the
 // placer would.

@@ -12,13 +12,16 @@ import (
 
 // scaleDown gives back, per pool, the provisioned nodes idle for longer than
 // idleTimeout beyond the warm pool, longest idle first, never going below
-// minNodes. used are nodes the demand simulation would fill.
+// minNodes. used are nodes the demand simulation would fill. Nodes already
+// being given back still count in CountPool (against maxNodes) but not
+// toward the floor: counted, every pass gave back one more node down to
+// none.
 func (e *elastic) scaleDown(ctx context.Context, st *fsm.State, pools map[string]*fsm.Pool, used map[string]bool, now int64) {
 	for _, name := range sortedPoolNames(pools) {
 		p := pools[name]
 		idle := idleSpawns(st, name, used)
 		excess := len(idle) + unusedSpawning(st, name, used) - p.Warm
-		excess = min(excess, st.CountPool(name).Total()-p.MinNodes)
+		excess = min(excess, st.CountPool(name).Total()-givingBack(st, name)-p.MinNodes)
 		timeout := p.IdleTimeoutOrDefault()
 		for _, sp := range idle {
 			if excess <= 0 {
@@ -32,6 +35,18 @@ func (e *elastic) scaleDown(ctx context.Context, st *fsm.State, pools map[string
 			excess--
 		}
 	}
+}
+
+// givingBack counts the pool's spawns being given back; CountPool counts
+// each of them once, as its node or as spawning.
+func givingBack(st *fsm.State, pool string) int {
+	c := 0
+	for _, sp := range st.Spawns(pool) {
+		if sp.State == fsm.SpawnDeleting {
+			c++
+		}
+	}
+	return c
 }
 
 // idleSpawns are the pool's registered spawns whose node is placeable and

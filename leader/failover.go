@@ -23,19 +23,28 @@ func (f *failover) Name() string { return "failover" }
 func (f *failover) Run(ctx context.Context) {
 	for {
 		watch := f.l.store.WatchCh()
-		st := f.l.store.State()
-		lost, bundles := lostPlacements(st)
-		if len(bundles) > 0 {
-			batch := f.l.engine.Snapshot(st).NewBatch(f.l.store.AppliedIndex())
-			for _, b := range bundles {
-				batch.Repair(b, lost)
-			}
-			f.l.metrics.Failovers.Add(float64(f.l.applyBatch(ctx, batch)))
-		}
+		f.pass(ctx)
 		if !waitChange(ctx, watch, 5*time.Second) {
 			return
 		}
 	}
+}
+
+// pass repairs every bundle holding reservations on a lost node, in one
+// plan, and returns how many repairs committed.
+func (f *failover) pass(ctx context.Context) int {
+	st := f.l.store.State()
+	lost, bundles := lostPlacements(st)
+	if len(bundles) == 0 {
+		return 0
+	}
+	batch := f.l.engine.Snapshot(st).NewBatch(f.l.store.AppliedIndex())
+	for _, b := range bundles {
+		batch.Repair(b, lost)
+	}
+	committed := f.l.applyBatch(ctx, batch)
+	f.l.metrics.Failovers.Add(float64(committed))
+	return committed
 }
 
 // lostPlacements finds the nodes that are down or left and the bundles

@@ -21,6 +21,11 @@ type placer struct {
 	// on the candidate nodes: leader-local and disposable, not state.
 	tried    map[string]time.Time
 	prunedAt time.Time
+	// deferred are bundles the pause kept from a search while a cluster
+	// change had them in the queue, with when they may search again. The
+	// change was spent on a Place that could not succeed, so without
+	// this they would wait for another one however long the pause is.
+	deferred map[string]time.Time
 	// scannedAt and scannedChange record the last pass that looked at the
 	// unplaceable bundles, and the cluster (nodes, pools) index it saw.
 	scannedAt     time.Time
@@ -59,11 +64,11 @@ func (p *placer) Run(ctx context.Context) {
 // pass places one batch and returns how many plan parts committed.
 func (p *placer) pass(ctx context.Context) int {
 	st := p.l.store.State()
-	queue := placementQueue(st, p.scanUnplaceable(st))
+	start := p.l.clock.Now()
+	queue := p.withDeferred(st, placementQueue(st, p.scanUnplaceable(st, start)), start)
 	if len(queue) == 0 {
 		return 0
 	}
-	start := time.Now()
 	if p.since == nil {
 		p.since = pendingSince{}
 	}
@@ -75,10 +80,16 @@ func (p *placer) pass(ctx context.Context) int {
 	p.pruneTried(start)
 	budget := preemptPerPass
 	for _, b := range queue {
-		p.placeOne(batch, b, &budget)
+		if batch.Updated(b.ID()) {
+			// Evicted by a preemption earlier in this batch: b is stale,
+			// and healing or placing it would build on a backup that is
+			// gone. The next pass sees it as the plan left it.
+			continue
+		}
+		p.placeOne(batch, b, &budget, start)
 	}
 	committed := p.l.applyBatch(ctx, batch)
-	end := time.Now()
+	end := p.l.clock.Now()
 	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
 	p.since.settle(p.l.store.State(), p.l.metrics.PlacementLatency, end)
 	return committed
@@ -86,11 +97,11 @@ func (p *placer) pass(ctx context.Context) int {
 
 // placeOne heals, places, or — for a primary that does not fit and a band
 // that can evict someone — preempts lower bands (DESIGN §3.6).
-func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int) {
+func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int, now time.Time) {
 	switch {
 	case needsHeal(b):
 		batch.Heal(b)
-	case p.mayPreempt(b, budget):
+	case p.mayPreempt(b, budget, now):
 		if res := batch.Preempt(b); res.Update == nil {
 			batch.Place(b) // nothing to evict: record why it does not fit
 		}
@@ -99,18 +110,27 @@ func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int) {
 	}
 }
 
-func (p *placer) mayPreempt(b *fsm.Bundle, budget *int) bool {
-	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) || *budget == 0 {
+// mayPreempt says whether b searches for victims now, spending the pass's
+// budget; a bundle its pause stops is deferred to the pause's end.
+func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
+	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) {
+		return false
+	}
+	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
+		if p.deferred == nil {
+			p.deferred = map[string]time.Time{}
+		}
+		p.deferred[b.ID()] = last.Add(preemptRetry)
+		return false
+	}
+	if *budget == 0 {
 		return false
 	}
 	if p.tried == nil {
 		p.tried = map[string]time.Time{}
 	}
-	now := time.Now()
-	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
-		return false
-	}
 	p.tried[b.ID()] = now
+	delete(p.deferred, b.ID())
 	*budget--
 	return true
 }
@@ -131,11 +151,44 @@ func (p *placer) pruneTried(now time.Time) {
 	}
 }
 
+// withDeferred adds to the queue up to preemptPerPass deferred bundles
+// whose pause is over, most important first, and forgets those that no
+// longer need a search. A bundle stays deferred until it is searched
+// (mayPreempt), so one that loses this pass's budget comes back next pass.
+func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time) []*fsm.Bundle {
+	if len(p.deferred) == 0 {
+		return queue
+	}
+	queued := make(map[string]bool, len(queue))
+	for _, b := range queue {
+		queued[b.ID()] = true
+	}
+	var due []*fsm.Bundle
+	for id, at := range p.deferred {
+		b := st.Bundle(id)
+		switch {
+		case b == nil || b.State != fsm.StateUnplaceable || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze):
+			delete(p.deferred, id)
+		case now.Before(at) || queued[id]:
+		default:
+			due = append(due, b)
+		}
+	}
+	if len(due) == 0 {
+		return queue
+	}
+	sortByBand(due)
+	due = due[:min(len(due), preemptPerPass)]
+	queue = append(queue, due...)
+	sortByBand(queue)
+	return queue
+}
+
 // scanUnplaceable says whether this pass reads the unplaceable bundles:
 // always after a cluster change (that is what they wait for), otherwise at
 // most once per unplaceableRescan.
-func (p *placer) scanUnplaceable(st *fsm.State) bool {
-	changed, now := st.Index("nodes", "pools"), time.Now()
+func (p *placer) scanUnplaceable(st *fsm.State, now time.Time) bool {
+	changed := st.Index("nodes", "pools")
 	if changed == p.scannedChange && now.Sub(p.scannedAt) < unplaceableRescan {
 		return false
 	}

@@ -21,20 +21,29 @@ func (d *services) Name() string { return "node-services" }
 func (d *services) Run(ctx context.Context) {
 	for {
 		watch := d.l.store.WatchCh()
-		st := d.l.store.State()
-		if plan := servicePlan(st, d.l.clock.Now().UnixNano()); plan != nil {
-			d.l.applyLogged(ctx, fsm.ApplyPlanType, plan)
-		}
+		d.pass(ctx)
 		if !waitChange(ctx, watch, 10*time.Second) {
 			return
 		}
 	}
 }
 
+// pass places and stops node services as the state asks, in one plan.
+func (d *services) pass(ctx context.Context) {
+	if plan := servicePlan(d.l.store.State(), d.l.clock.Now().UnixNano()); plan != nil {
+		d.l.applyLogged(ctx, fsm.ApplyPlanType, plan)
+	}
+}
+
 // servicePlan places missing service instances and stops those on lost
 // nodes; each instance is its own plan part so one misfit blocks nothing.
+// Instances fit against what the plan's earlier parts already take of a
+// node: fitted against the node alone, two services sharing a node's
+// capabilities were both proposed, and the FSM rejected the second on
+// every pass.
 func servicePlan(st *fsm.State, now int64) *fsm.Plan {
 	plan := &fsm.Plan{Now: now}
+	used := map[string]ledger.Usage{} // nodes' usage with this plan's grants
 	for _, svc := range st.Services() {
 		running := map[string]bool{}
 		for _, a := range st.ServiceAssignments(svc.ID) {
@@ -51,10 +60,15 @@ func servicePlan(st *fsm.State, now int64) *fsm.Plan {
 				if running[n.ID] || !n.Placeable() {
 					continue
 				}
-				g, err := ledger.Fit(n.Inventory(), n.Usage, ledger.Request{Capabilities: svc.Consumes})
+				u, ok := used[n.ID]
+				if !ok {
+					u = n.Usage
+				}
+				g, err := ledger.Fit(n.Inventory(), u, ledger.Request{Capabilities: svc.Consumes})
 				if err != nil {
 					continue // this node cannot host the service: not an error
 				}
+				used[n.ID], running[n.ID] = u.Add(g), true
 				plan.Parts = append(plan.Parts, fsm.PlanPart{Services: []fsm.ServicePlacement{{ServiceID: svc.ID, Node: n.ID, Grant: g}}})
 			}
 		}

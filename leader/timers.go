@@ -24,15 +24,19 @@ func (t *timers) Run(ctx context.Context) {
 	tick := time.NewTicker(timerScanInterval)
 	defer tick.Stop()
 	for {
-		now := t.l.clock.Now().UnixNano()
-		if req := dueTimers(t.l.store.State(), now); req != nil {
-			t.l.applyLogged(ctx, fsm.TimerType, req)
-		}
+		t.pass(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// pass fires every startAt and stopAt due at the leader's clock.
+func (t *timers) pass(ctx context.Context) {
+	if req := dueTimers(t.l.store.State(), t.l.clock.Now().UnixNano()); req != nil {
+		t.l.applyLogged(ctx, fsm.TimerType, req)
 	}
 }
 

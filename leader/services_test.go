@@ -1,0 +1,150 @@
+package leader
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
+)
+
+// nicNode registers a node with nics of its own and sets its status.
+func (e *env) nicNode(id, pool string, nics int64, status string) {
+	e.t.Helper()
+	n := fsm.Node{ID: id, Pool: pool, TotalCapacity: 4000, TotalCores: 4}
+	if nics > 0 {
+		n.Capabilities = []ledger.Capability{{Name: "nic", Count: nics}}
+	}
+	e.store.ok(fsm.RegisterNodeType, &fsm.RegisterNodeRequest{Node: n, Now: e.now()})
+	e.setStatus(id, status)
+}
+
+func (e *env) service(id string, nics int64, pools ...string) {
+	e.t.Helper()
+	svc := fsm.NodeService{ID: id, Pools: pools}
+	if nics > 0 {
+		svc.Consumes = []ledger.CapabilityRequest{{Name: "nic", Count: nics}}
+	}
+	e.store.ok(fsm.UpsertServiceType, &fsm.UpsertServiceRequest{Service: svc})
+}
+
+// running maps each node to the services desired running there.
+func (e *env) running() map[string][]string {
+	out := map[string][]string{}
+	st := e.store.State()
+	for _, svc := range st.Services() {
+		for _, a := range st.ServiceAssignments(svc.ID) {
+			if a.Desired == fsm.DesiredRun {
+				out[a.NodeID] = append(out[a.NodeID], svc.ID)
+			}
+		}
+	}
+	return out
+}
+
+// TestServicesPlaceEverywhere: an eager service runs on every placeable
+// node of its pools that can give what it consumes, and nowhere else.
+func TestServicesPlaceEverywhere(t *testing.T) {
+	tests := []struct {
+		name string
+		nics int64
+		want []string
+	}{
+		{"consumes nothing", 0, []string{"n1", "n2"}},
+		{"consumes a nic", 1, []string{"n1"}},
+		{"consumes more nics than any node has", 3, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.nicNode("n1", "p", 2, fsm.NodeReady)
+			e.nicNode("n2", "p", 0, fsm.NodeReady)
+			e.nicNode("n3", "p", 2, fsm.NodeSuspect)
+			e.nicNode("n4", "q", 2, fsm.NodeReady)
+			e.nicNode("n5", "p", 2, fsm.NodeReady)
+			e.store.ok(fsm.NodeCordonType, &fsm.NodeFlagRequest{NodeID: "n5", On: true, Now: e.now()})
+			e.service("agent", tc.nics, "p")
+			(&services{l: e.l}).pass(e.ctx)
+			if got := slices.Sorted(maps.Keys(e.running())); !slices.Equal(got, tc.want) {
+				t.Fatalf("running on %v, want %v", got, tc.want)
+			}
+			for _, r := range planResults(t, e.store.take()) {
+				if len(r.Rejected) != 0 {
+					t.Fatalf("rejected parts: %+v", r.Rejected)
+				}
+			}
+			(&services{l: e.l}).pass(e.ctx)
+			if ps := e.store.take(); len(ps) != 0 {
+				t.Fatalf("a second pass proposed %v", typesOf(ps))
+			}
+		})
+	}
+}
+
+// TestServicesStopOnLostNode: a service instance on a node that went down
+// or left is stopped; one that became suspect keeps running.
+func TestServicesStopOnLostNode(t *testing.T) {
+	for _, status := range []string{fsm.NodeDown, fsm.NodeLeft, fsm.NodeSuspect} {
+		t.Run(status, func(t *testing.T) {
+			e := newEnv(t)
+			e.nicNode("n1", "p", 0, fsm.NodeReady)
+			e.nicNode("n2", "p", 0, fsm.NodeReady)
+			e.service("agent", 0, "p")
+			d := &services{l: e.l}
+			d.pass(e.ctx)
+			e.setStatus("n1", status)
+			d.pass(e.ctx)
+			want := []string{"n2"}
+			if status == fsm.NodeSuspect {
+				want = []string{"n1", "n2"}
+			}
+			if got := slices.Sorted(maps.Keys(e.running())); !slices.Equal(got, want) {
+				t.Fatalf("running on %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestServicesLeaveRemovedPool: an instance on a node of a pool the
+// service no longer names is stopped.
+func TestServicesLeaveRemovedPool(t *testing.T) {
+	e := newEnv(t)
+	e.nicNode("n1", "p", 0, fsm.NodeReady)
+	e.nicNode("n2", "q", 0, fsm.NodeReady)
+	e.service("agent", 0, "p", "q")
+	d := &services{l: e.l}
+	d.pass(e.ctx)
+	e.service("agent", 0, "q")
+	d.pass(e.ctx)
+	if got := slices.Sorted(maps.Keys(e.running())); !slices.Equal(got, []string{"n2"}) {
+		t.Fatalf("running on %v, want [n2]", got)
+	}
+}
+
+// TestServicesShareNodeWithoutRejects: two services that together need
+// more nics than a node has: the plan places the first (by id) and does
+// not propose the second, which the FSM would reject on every pass.
+func TestServicesShareNodeWithoutRejects(t *testing.T) {
+	e := newEnv(t)
+	e.nicNode("n1", "p", 2, fsm.NodeReady)
+	e.nicNode("n2", "p", 4, fsm.NodeReady)
+	e.service("a", 2, "p")
+	e.service("b", 2, "p")
+	e.service("c", 1, "p")
+	d := &services{l: e.l}
+	d.pass(e.ctx)
+	want := map[string][]string{"n1": {"a"}, "n2": {"a", "b"}}
+	if got := e.running(); !maps.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("running %v, want %v", got, want)
+	}
+	for _, r := range planResults(t, e.store.take()) {
+		if len(r.Rejected) != 0 {
+			t.Fatalf("rejected parts: %+v", r.Rejected)
+		}
+	}
+	d.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("a second pass proposed %v", typesOf(ps))
+	}
+}

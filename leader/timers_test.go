@@ -1,0 +1,66 @@
+package leader
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// TestTimers: startAt makes a scheduled bundle pending and stopAt starts
+// its deletion, each when the leader's clock reaches it and not before; a
+// bundle already deleting is not named again.
+func TestTimers(t *testing.T) {
+	tests := []struct {
+		name          string
+		start, stop   time.Duration // from now; 0 = unset
+		early, due    time.Duration // when to pass: before, then at the time
+		before, after string        // bundle state at those passes
+		wantStart     bool          // the due Timer names the bundle to start
+	}{
+		{"startAt", time.Minute, 0, 59 * time.Second, time.Minute, fsm.StateScheduled, fsm.StatePending, true},
+		{"stopAt", 0, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false},
+		{"both, start first", time.Minute, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			s := spec("b", "p", "", 100)
+			e.node("n1", "p", 100, 1, fsm.NodeUnknown) // the pool; nothing is placed
+			start := e.clock.Now()
+			if tc.start != 0 {
+				s.StartAt = start.Add(tc.start).UnixNano()
+			}
+			if tc.stop != 0 {
+				s.StopAt = start.Add(tc.stop).UnixNano()
+			}
+			e.create(s)
+			tm := &timers{l: e.l}
+			e.clock.advance(tc.early)
+			tm.pass(e.ctx)
+			if got := e.get("b").State; got != tc.before {
+				t.Fatalf("at +%s the bundle is %s, want %s", tc.early, got, tc.before)
+			}
+			e.store.take()
+			e.clock.advance(tc.due - tc.early)
+			tm.pass(e.ctx)
+			if got := e.get("b").State; got != tc.after {
+				t.Fatalf("at +%s the bundle is %s, want %s", tc.due, got, tc.after)
+			}
+			ps := e.store.take()
+			if len(ps) != 1 || ps[0].typ != fsm.TimerType {
+				t.Fatalf("proposed %v, want one Timer", typesOf(ps))
+			}
+			req := ps[0].body.(*fsm.TimerRequest)
+			if req.Now != e.now() || tc.wantStart != slices.Equal(req.Start, []string{"b"}) ||
+				(tc.stop != 0) != slices.Equal(req.Stop, []string{"b"}) {
+				t.Fatalf("timer %+v at %d", req, e.now())
+			}
+			tm.pass(e.ctx)
+			if ps := e.store.take(); len(ps) != 0 {
+				t.Fatalf("a later pass proposed %v again", typesOf(ps))
+			}
+		})
+	}
+}
