@@ -11,7 +11,9 @@ import (
 func TestEvidenceCannotPassOnNothing(t *testing.T) {
 	min := Minimums{Reads: 2, Writes: 2, Creates: 1, Samples: 1}
 	ok := func(k workload.Kind) workload.Op { return workload.Op{Kind: k, Outcome: workload.OK} }
-	failed := func(k workload.Kind) workload.Op { return workload.Op{Kind: k, Outcome: workload.Fail, Error: "refused"} }
+	failed := func(k workload.Kind) workload.Op {
+		return workload.Op{Kind: k, Outcome: workload.Fail, Error: "refused"}
+	}
 	enough := []workload.Op{ok(workload.KindRead), ok(workload.KindRead), ok(workload.KindWrite), ok(workload.KindCAS),
 		ok(workload.KindCreate)}
 	cases := []struct {

@@ -164,7 +164,7 @@ func (t *TLS) ServerClient() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12, GetClientCertificate: t.getClientCertificate, ServerName: t.serverName,
 		InsecureSkipVerify: true, //nolint:gosec // VerifyConnection verifies the chain and name against the current CA
-		VerifyConnection: t.verifyServerPeer,
+		VerifyConnection:   t.verifyServerPeer,
 	}
 }
 
@@ -186,7 +186,7 @@ func (t *TLS) RaftClient() *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12, GetClientCertificate: t.getClientCertificate, ServerName: t.serverName,
 		InsecureSkipVerify: true, //nolint:gosec // VerifyConnection verifies the chain and name against the current CA
-		VerifyConnection: t.verifyServerPeer,
+		VerifyConnection:   t.verifyServerPeer,
 	}
 }
 
