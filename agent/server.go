@@ -125,7 +125,7 @@ func (s *Server) leaderConfig() leader.Config {
 			Failovers: s.metrics.failovers,
 		},
 		Elastic: leader.ElasticConfig{
-			MaxProvisionedNodes: s.cfg.Elastic.MaxProvisionedNodes, AllowExec: s.cfg.Elastic.AllowExec,
+			MaxProvisionedNodes: s.cfg.Elastic.MaxProvisionedNodes, ProvisionerProblem: s.cfg.Elastic.policy().Problem,
 			Interval: s.cfg.Elastic.Interval, DeleteGrace: s.cfg.Elastic.DeleteGrace,
 			Addresses: s.serverAddresses,
 			Provisioning: func(ctx context.Context) leader.Provisioning {

@@ -167,18 +167,3 @@ func PoolCapDetail(pool string, maxNodes int, c PoolCount) string {
 func GlobalCapDetail(limit int, c PoolCount) string {
 	return fmt.Sprintf("cluster at max provisioned nodes %d (%d ready, %d spawning)", limit, c.Nodes, c.Spawning)
 }
-
-// ProvisionerProblem says why servers cannot call a pool's provisioner (""
-// when they can). A command runs on the leader's host with the server's
-// privileges, and anyone with a write token can set a pool's provisioner:
-// servers run commands only when their operator allowed it
-// (--elastic-allow-exec); webhooks need no such consent.
-func ProvisionerProblem(p *Provisioner, allowExec bool) string {
-	switch {
-	case p == nil || (p.URL == "" && len(p.Command) == 0):
-		return "has no provisioner"
-	case p.URL == "" && !allowExec:
-		return "has a command provisioner, which these servers do not run (start them with --elastic-allow-exec)"
-	}
-	return ""
-}

@@ -15,9 +15,10 @@ type ElasticConfig struct {
 	// MaxProvisionedNodes caps provisioned nodes across every elastic pool,
 	// spawning ones included; 0 means no cap.
 	MaxProvisionedNodes int
-	// AllowExec: the servers run pools' command provisioners, so pools
-	// that have one can provision.
-	AllowExec bool
+	// ProvisionerProblem says why this server cannot call a pool's
+	// provisioner ("" when it can): the operator's policy (package
+	// elastic). Nil allows no provisioner at all.
+	ProvisionerProblem func(*fsm.Provisioner) string
 	// Interval is how often the leader looks at elastic pools without a
 	// state change, for timeouts (default 1 s).
 	Interval time.Duration
@@ -46,6 +47,9 @@ func (c *ElasticConfig) setDefaults() {
 	if c.Addresses == nil {
 		c.Addresses = func() ([]string, []string) { return nil, nil }
 	}
+	if c.ProvisionerProblem == nil {
+		c.ProvisionerProblem = func(*fsm.Provisioner) string { return "has a provisioner these servers may not call" }
+	}
 }
 
 // Provisioning carries out provisioner calls for the replicated spawns,
@@ -58,6 +62,9 @@ type Provisioning interface {
 	Delete(sp *fsm.Spawn, p *fsm.Provisioner, wanted func() bool)
 	// Deleted returns when sp's delete call succeeded in this term.
 	Deleted(id string) (time.Time, bool)
+	// Failed returns why spawn id's "create" or "delete" call was given
+	// up after its retries, if it was.
+	Failed(op, id string) (string, bool)
 	// Forget drops what is known of calls for spawns keep refuses.
 	Forget(keep func(id string) bool)
 	// Kick receives a value when a call succeeded.
@@ -72,6 +79,7 @@ type noProvisioning struct{}
 func (noProvisioning) Create(*fsm.Spawn, *fsm.Provisioner, []string, []string, func() bool) {}
 func (noProvisioning) Delete(*fsm.Spawn, *fsm.Provisioner, func() bool)                     {}
 func (noProvisioning) Deleted(string) (time.Time, bool)                                     { return time.Time{}, false }
+func (noProvisioning) Failed(string, string) (string, bool)                                 { return "", false }
 func (noProvisioning) Forget(func(string) bool)                                             {}
 func (noProvisioning) Kick() <-chan struct{}                                                { return nil }
 func (noProvisioning) Wait()                                                                {}
@@ -95,6 +103,16 @@ type elastic struct {
 	// fence is a log index to see applied before deciding again, after a
 	// command whose outcome is unknown.
 	fence uint64
+	// failing holds pools whose provisioner calls were given up, and until
+	// when the pool provisions nothing new: leader-local, a new leader
+	// simply tries once more.
+	failing map[string]poolFailure
+}
+
+// poolFailure is a pool's provisioner that failed, and until when it rests.
+type poolFailure struct {
+	why   string
+	until time.Time
 }
 
 func (e *elastic) Name() string { return "elastic" }
@@ -127,6 +145,7 @@ func (e *elastic) begin(ctx context.Context) {
 	e.cfg = e.l.cfg.Elastic
 	e.engine = scheduler.NewEngine(scheduler.Options{})
 	e.planned, e.plannedAt, e.fence = nil, 0, 0
+	e.failing = map[string]poolFailure{}
 	e.calls = e.cfg.Provisioning(ctx)
 }
 
@@ -143,6 +162,7 @@ func (e *elastic) pass(ctx context.Context) {
 	}
 	now := e.l.clock.Now().UnixNano()
 	e.calls.Forget(func(id string) bool { return st.Spawn(id) != nil })
+	e.endRests(time.Unix(0, now))
 	if e.expire(ctx, st, spawns, now) || e.trackIdle(ctx, st, spawns, now) {
 		return // the state moved: plan against the new one
 	}
@@ -161,7 +181,7 @@ func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm
 	if e.planned != nil && idx == e.plannedAt {
 		return e.planned
 	}
-	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes, e.cfg.AllowExec).run()
+	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes, e.poolProblem).run()
 	settled := true
 	for _, sp := range plan.spawns {
 		res := e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{

@@ -45,15 +45,15 @@ type planner struct {
 	counts   map[string]fsm.PoolCount
 	global   fsm.PoolCount
 	maxTotal int
-	// allowExec: the servers may run command provisioners.
-	allowExec bool
+	// problem says why a pool cannot provision now ("" when it can).
+	problem func(*fsm.Pool) string
 	plan      *demandPlan
 }
 
-func newPlanner(st *fsm.State, engine *scheduler.Engine, pools map[string]*fsm.Pool, maxTotal int, allowExec bool) *planner {
+func newPlanner(st *fsm.State, engine *scheduler.Engine, pools map[string]*fsm.Pool, maxTotal int, problem func(*fsm.Pool) string) *planner {
 	pl := &planner{
 		st: st, engine: engine, pools: pools, pending: pendingNodes(st, st.Spawns("")),
-		counts: map[string]fsm.PoolCount{}, global: st.CountProvisioned(), maxTotal: maxTotal, allowExec: allowExec,
+		counts: map[string]fsm.PoolCount{}, global: st.CountProvisioned(), maxTotal: maxTotal, problem: problem,
 		plan: &demandPlan{blocked: map[blocked][]string{}, used: map[string]bool{}},
 	}
 	for name := range pools {
@@ -110,7 +110,7 @@ func (pl *planner) provisionFor(b *fsm.Bundle) {
 	}
 	pools := pl.missingPools(b)
 	for _, name := range pools {
-		if why := fsm.ProvisionerProblem(pl.pools[name].Provisioner, pl.allowExec); why != "" {
+		if why := pl.problem(pl.pools[name]); why != "" {
 			pl.block(b, fsm.StageProvisioner, fmt.Sprintf("pool %s %s", name, why))
 			return
 		}
@@ -254,7 +254,7 @@ func (pl *planner) addSpawn(n *fsm.Node, it fsm.InstanceType, reason string, dem
 // fillWarm provisions what the pool's warm pool and minNodes floor lack,
 // with its first instance type, as far as the caps allow.
 func (pl *planner) fillWarm(p *fsm.Pool) {
-	if len(p.InstanceTypes) == 0 || fsm.ProvisionerProblem(p.Provisioner, pl.allowExec) != "" {
+	if len(p.InstanceTypes) == 0 || pl.problem(p) != "" {
 		return
 	}
 	idle := pl.idleCount(p.Name)

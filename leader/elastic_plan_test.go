@@ -27,7 +27,8 @@ func (r *fsmRig) unplaceable(id, pool string, capacity int64, jobs int) {
 
 func (r *fsmRig) plan(maxTotal int) *demandPlan {
 	st := r.f.State()
-	return newPlanner(st, scheduler.NewEngine(scheduler.Options{}), elasticPools(st), maxTotal, true).run()
+	problem := func(p *fsm.Pool) string { return allowAll(p.Provisioner) }
+	return newPlanner(st, scheduler.NewEngine(scheduler.Options{}), elasticPools(st), maxTotal, problem).run()
 }
 
 func planPool(name string, maxNodes, warm int) fsm.Pool {

@@ -84,13 +84,23 @@ func (e *elastic) dispatch(ctx context.Context, st *fsm.State, pools map[string]
 	join, servers := e.cfg.Addresses()
 	for _, sp := range spawns {
 		p := pools[sp.Pool]
-		if p == nil || fsm.ProvisionerProblem(p.Provisioner, e.cfg.AllowExec) != "" {
+		if p == nil || e.cfg.ProvisionerProblem(p.Provisioner) != "" {
 			continue // not elastic any more, or nothing this server may call
 		}
 		switch sp.State {
 		case fsm.SpawnSpawning:
+			if why, failed := e.calls.Failed(opCreate, sp.ID); failed {
+				e.rest(sp.Pool, why, time.Unix(0, now))
+				e.giveUp(ctx, sp, "the provisioner's create call failed after its retries: "+why, now)
+				continue
+			}
 			e.calls.Create(sp, p.Provisioner, join, servers, e.still(sp.ID, fsm.SpawnSpawning))
 		case fsm.SpawnDeleting:
+			if why, failed := e.calls.Failed(opDelete, sp.ID); failed {
+				e.apply(ctx, fsm.DeleteSpawnType, &fsm.DeleteSpawnRequest{ID: sp.ID, Now: now,
+					Reason: "the provisioner's delete call failed after its retries (" + why + "); the node may still exist at the provider"})
+				continue
+			}
 			e.deprovision(ctx, st, sp, p.Provisioner, now)
 		}
 	}
@@ -122,4 +132,45 @@ func (e *elastic) still(id, state string) func() bool {
 		sp := e.l.store.State().Spawn(id)
 		return sp != nil && sp.State == state && e.l.store.IsLeader()
 	}
+}
+
+// The operations Provisioning.Failed names.
+const (
+	opCreate = "create"
+	opDelete = "delete"
+)
+
+// provisionerRest is how long a pool whose provisioner calls were given up
+// provisions nothing new, so a broken provisioner is not called in an
+// endless loop of fresh spawns.
+const provisionerRest = time.Minute
+
+// rest stops new provisioning in pool until provisionerRest has passed.
+func (e *elastic) rest(pool, why string, now time.Time) {
+	e.failing[pool] = poolFailure{why: why, until: now.Add(provisionerRest)}
+	e.planned = nil // plan again, with the pool's reason
+}
+
+// endRests lets rested pools provision again; planning must then look at
+// them although no state changed.
+func (e *elastic) endRests(now time.Time) {
+	for pool, f := range e.failing {
+		if !now.Before(f.until) {
+			delete(e.failing, pool)
+			e.planned = nil
+		}
+	}
+}
+
+// poolProblem says why a pool cannot provision now ("" when it can): the
+// operator's policy, or a provisioner that is resting after failing.
+func (e *elastic) poolProblem(p *fsm.Pool) string {
+	if why := e.cfg.ProvisionerProblem(p.Provisioner); why != "" {
+		return why
+	}
+	if f, ok := e.failing[p.Name]; ok {
+		return fmt.Sprintf("has a provisioner whose calls keep failing (%s); it is tried again at %s",
+			f.why, f.until.UTC().Format(time.RFC3339))
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package leader
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,7 +267,7 @@ func TestElasticGiveBack(t *testing.T) {
 // TestElasticNoExec: servers that may not run commands call no command
 // provisioner, and say why the demand gets no node.
 func TestElasticNoExec(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.Elastic.AllowExec = false })
+	e := newEnv(t, func(c *Config) { c.Elastic.ProvisionerProblem = noExec })
 	e.pool(planPool("e", 0, 1))
 	e.store.unplaceable("b1", "e", 3000, 1)
 	d := e.elastic()
@@ -301,5 +302,42 @@ func TestElasticScaleDownKeepsMinNodes(t *testing.T) {
 	}
 	if got := countSpawns(e, fsm.SpawnRegistered); got != 1 {
 		t.Fatalf("%d nodes left registered, want minNodes (1)", got)
+	}
+}
+
+// TestElasticProvisionerGivesUp: a create call given up after its retries
+// gives its spawn back, rests the pool (no new spawn, the demand explained)
+// until provisionerRest passes on the clock, then provisions again; a
+// delete call given up forgets the spawn with a reason.
+func TestElasticProvisionerGivesUp(t *testing.T) {
+	e := newEnv(t)
+	e.pool(planPool("e", 0, 0))
+	e.store.unplaceable("b1", "e", 3000, 1)
+	d := e.elastic()
+	d.pass(e.ctx) // writes the spawn
+	d.pass(e.ctx) // calls create
+	first := e.spawns()[0]
+	e.prov.setFailed(opCreate, first.ID, "provisioner POST http://p: 503 Service Unavailable")
+	d.pass(e.ctx)
+	if sp := e.store.State().Spawn(first.ID); sp == nil || sp.State != fsm.SpawnDeleting || !strings.Contains(sp.DeleteReason, "503") {
+		t.Fatalf("after the create gave up: %+v, want deleting with the reason", sp)
+	}
+	d.pass(e.ctx)
+	d.pass(e.ctx)
+	if n := len(e.spawns()); n != 1 {
+		t.Fatalf("%d spawns while the pool rests, want only the failed one", n)
+	}
+	if m := e.get("b1").Explain.NearestMiss; m == nil || m.Stage != fsm.StageProvisioner || !strings.Contains(m.Detail, "keep failing") {
+		t.Fatalf("nearest miss %+v, want the resting provisioner", m)
+	}
+	e.prov.setFailed(opDelete, first.ID, "provisioner DELETE http://p/x: 503 Service Unavailable")
+	d.pass(e.ctx)
+	if e.store.State().Spawn(first.ID) != nil {
+		t.Fatal("a spawn whose delete call gave up is still in the state")
+	}
+	e.clock.advance(provisionerRest)
+	d.pass(e.ctx)
+	if sp := e.spawns(); len(sp) != 1 || sp[0].ID == first.ID || sp[0].State != fsm.SpawnSpawning {
+		t.Fatalf("after the rest: spawns %+v, want a new one spawning", sp)
 	}
 }

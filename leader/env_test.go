@@ -38,13 +38,29 @@ func newEnv(t tb, opts ...func(*Config)) *env {
 	cfg := Config{
 		NodeID: "s1", Store: e.store, Clock: e.clock, Membership: e.members, Voters: e.voters,
 		Logger: slog.New(e.logs), DeleteTimeout: time.Minute, DeadServerCleanup: 5 * time.Minute, QuorumSize: 2,
-		Elastic: ElasticConfig{AllowExec: true, Provisioning: func(context.Context) Provisioning { return e.prov }},
+		Elastic: ElasticConfig{ProvisionerProblem: allowAll, Provisioning: func(context.Context) Provisioning { return e.prov }},
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	e.l = New(cfg)
 	return e
+}
+
+// allowAll is a provisioner policy that allows every provisioner a pool has.
+func allowAll(p *fsm.Provisioner) string {
+	if p == nil || (p.URL == "" && len(p.Command) == 0) {
+		return "has no provisioner"
+	}
+	return ""
+}
+
+// noExec is the default policy: no commands.
+func noExec(p *fsm.Provisioner) string {
+	if p != nil && p.URL == "" && len(p.Command) > 0 {
+		return "has a command provisioner, which these servers do not run (start them with --elastic-allow-exec)"
+	}
+	return allowAll(p)
 }
 
 func (e *env) now() int64 { return e.clock.Now().UnixNano() }

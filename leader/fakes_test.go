@@ -290,6 +290,7 @@ type fakeProvisioning struct {
 	creates []string
 	deletes []string
 	deleted map[string]time.Time
+	failed  map[string]string      // "op/id" → why the call was given up
 	wanted  map[string]func() bool // the last call's wanted, by spawn
 	kick    chan struct{}
 }
@@ -297,7 +298,8 @@ type fakeProvisioning struct {
 var _ Provisioning = (*fakeProvisioning)(nil)
 
 func newFakeProvisioning() *fakeProvisioning {
-	return &fakeProvisioning{deleted: map[string]time.Time{}, wanted: map[string]func() bool{}, kick: make(chan struct{})}
+	return &fakeProvisioning{deleted: map[string]time.Time{}, failed: map[string]string{}, wanted: map[string]func() bool{},
+		kick: make(chan struct{})}
 }
 
 func (p *fakeProvisioning) Create(sp *fsm.Spawn, _ *fsm.Provisioner, _, _ []string, wanted func() bool) {
@@ -319,6 +321,20 @@ func (p *fakeProvisioning) Deleted(id string) (time.Time, bool) {
 	defer p.mu.Unlock()
 	at, ok := p.deleted[id]
 	return at, ok
+}
+
+func (p *fakeProvisioning) Failed(op, id string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	why, ok := p.failed[op+"/"+id]
+	return why, ok
+}
+
+// setFailed makes the spawn's op call look given up.
+func (p *fakeProvisioning) setFailed(op, id, why string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed[op+"/"+id] = why
 }
 
 func (p *fakeProvisioning) Forget(keep func(id string) bool) {
