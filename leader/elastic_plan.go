@@ -47,7 +47,7 @@ type planner struct {
 	maxTotal int
 	// problem says why a pool cannot provision now ("" when it can).
 	problem func(*fsm.Pool) string
-	plan      *demandPlan
+	plan    *demandPlan
 }
 
 func newPlanner(st *fsm.State, engine *scheduler.Engine, pools map[string]*fsm.Pool, maxTotal int, problem func(*fsm.Pool) string) *planner {
