@@ -60,6 +60,7 @@ type Cluster struct {
 	servers []*agent.Server // index i is server s<i+1>, its latest start
 	cfgs    []agent.Config  // as built, before the server's defaults: Restart reuses them
 	workers []*worker.Worker
+	expect  int // TCP: BootstrapExpect, the N of New
 	devNext int // StartWorkers' next worker number
 	stopped bool
 }
@@ -100,21 +101,62 @@ func (c *Cluster) configure(i int, cfg *agent.Config) {
 	}
 }
 
+// startTCP starts the servers one by one, each joining the earlier ones.
 func (c *Cluster) startTCP(n int) {
 	c.t.Helper()
-	var join []string
+	c.expect = n
 	for i := range n {
-		cfg := agent.Config{
-			NodeID: serverID(i), DataDir: filepath.Join(c.dir, serverID(i)),
-			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: n, Join: slices.Clone(join),
-			Gossip: LoopbackGossip(),
-		}
+		cfg := c.tcpConfig(i)
 		c.configure(i, &cfg)
-		c.cfgs = append(c.cfgs, cfg)
-		s := c.start(cfg, agent.Deps{})
-		c.servers = append(c.servers, s)
-		join = append(join, s.Gossip().LocalAddr())
+		c.startTCPServer(cfg)
 	}
+}
+
+// tcpConfig is server i's configuration in a TCP cluster: loopback
+// addresses, a data directory, and gossip joined through the servers
+// started so far.
+func (c *Cluster) tcpConfig(i int) agent.Config {
+	return agent.Config{
+		NodeID: serverID(i), DataDir: filepath.Join(c.dir, serverID(i)),
+		HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: c.expect, Join: c.gossipAddrs(),
+		Gossip: LoopbackGossip(),
+	}
+}
+
+func (c *Cluster) startTCPServer(cfg agent.Config) *agent.Server {
+	c.t.Helper()
+	c.cfgs = append(c.cfgs, cfg)
+	s := c.start(cfg, agent.Deps{})
+	c.servers = append(c.servers, s)
+	return s
+}
+
+// gossipAddrs are the servers' gossip addresses.
+func (c *Cluster) gossipAddrs() []string {
+	var out []string
+	for _, s := range c.servers {
+		out = append(out, s.Gossip().LocalAddr())
+	}
+	return out
+}
+
+// AddServer starts one more server in a TCP cluster, built as New builds
+// them (the Configure hook included) with BootstrapExpect still N, then
+// adjusted by configure (which may rename it). It joins gossip through
+// every server and is one of Servers from then on; whether Raft takes it
+// is the cluster's business.
+func (c *Cluster) AddServer(configure func(*agent.Config)) *agent.Server {
+	c.t.Helper()
+	if !c.opts.tcp {
+		c.t.Fatal("testcluster: AddServer joins through gossip; build the cluster with TCP()")
+	}
+	i := len(c.servers)
+	cfg := c.tcpConfig(i)
+	c.configure(i, &cfg)
+	if configure != nil {
+		configure(&cfg)
+	}
+	return c.startTCPServer(cfg)
 }
 
 // start creates and starts one server; the cluster's Stop stops it.
@@ -215,25 +257,26 @@ func (c *Cluster) Restart(s *agent.Server, configure func(*agent.Config)) *agent
 // Stop stops the workers, then the servers: killed, or shut down with
 // Graceful. The cleanup calls it; a test may call it earlier.
 func (c *Cluster) Stop() {
-	if c.stopped {
+	if !c.opts.graceful {
+		if c.markStopped() {
+			c.kill()
+		}
 		return
 	}
-	c.stopped = true
-	if c.opts.graceful {
-		c.shutdown()
-		return
-	}
-	for _, w := range c.workers {
-		_ = w.Kill()
-	}
-	for _, s := range c.servers {
-		_ = s.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+		c.t.Errorf("testcluster: shutdown did not finish in 30s: %v", err)
 	}
 }
 
-func (c *Cluster) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+// Shutdown stops the cluster gracefully now: workers leave, then servers
+// hand over leadership and leave, last started first. It returns what went
+// wrong; Stop then has nothing left to do.
+func (c *Cluster) Shutdown(ctx context.Context) error {
+	if !c.markStopped() {
+		return nil
+	}
 	var errs []error
 	for _, w := range c.workers {
 		errs = append(errs, w.Shutdown(ctx))
@@ -241,7 +284,22 @@ func (c *Cluster) shutdown() {
 	for i := len(c.servers) - 1; i >= 0; i-- {
 		errs = append(errs, c.servers[i].Shutdown(ctx))
 	}
-	if err := errors.Join(errs...); errors.Is(err, context.DeadlineExceeded) {
-		c.t.Errorf("testcluster: shutdown did not finish in 30s: %v", err)
+	return errors.Join(errs...)
+}
+
+func (c *Cluster) markStopped() bool {
+	if c.stopped {
+		return false
+	}
+	c.stopped = true
+	return true
+}
+
+func (c *Cluster) kill() {
+	for _, w := range c.workers {
+		_ = w.Kill()
+	}
+	for _, s := range c.servers {
+		_ = s.Kill()
 	}
 }

@@ -19,9 +19,7 @@ func (c *Cluster) StartWorker(wc worker.Config) *worker.Worker {
 		wc.Gossip = LoopbackGossip()
 	}
 	if wc.Join == nil {
-		for _, s := range c.servers {
-			wc.Join = append(wc.Join, s.Gossip().LocalAddr())
-		}
+		wc.Join = c.gossipAddrs()
 	}
 	w, err := worker.New(wc)
 	if err != nil {
