@@ -154,9 +154,7 @@ func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 	keyringWhere(t, c, "the old key gone everywhere", func(kr *api.Keyring) bool {
 		return len(kr.Keys) == 1 && allConverged(4)(kr)
 	})
-	// A probe round or two with the final keyring, in which nobody may be
-	// seen suspect: the watch records it, so the time passes on purpose.
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // on purpose: a probe round or two with the final keyring, in which the watch must see nobody suspect
 	if v := watch.finish(); v != "" {
 		t.Fatalf("a member lost sight of another during the rotation: %s", v)
 	}

@@ -1,11 +1,13 @@
 // Package testcluster is the one in-process cluster builder for tests.
-// New starts N servers on raft's in-memory transport with static peers and
-// HTTP on loopback (the default), or, with TCP, on real TCP Raft with bolt
-// stores under t.TempDir() and gossip on loopback, bootstrapped through
-// BootstrapExpect. Configure adjusts each server (TLS, ACL, elastic…);
-// StartWorker and StartWorkers join workers to a TCP cluster; Leader,
-// Followers, Client, Isolate, Heal and Restart serve the tests. Everything
-// stops in t.Cleanup. It waits only through poll.Eventually.
+// New starts N servers, s1…sN, and waits for a ready leader. By default
+// they run on raft's in-memory transport with static peers, in-memory
+// stores that outlive a crash, HTTP on loopback and no gossip; with TCP()
+// they run as a deployment does, on TCP Raft with bolt stores under
+// t.TempDir() and gossip on loopback, bootstrapped through BootstrapExpect.
+// Configure adjusts each server (TLS, ACL, elastic…). Leader, Followers and
+// Client serve every test; Isolate, Heal and Restart the in-memory cluster;
+// AddServer, StartWorker and StartWorkers the TCP one. Everything stops in
+// t.Cleanup. It waits only through poll.Eventually.
 package testcluster
 
 import (
@@ -65,7 +67,9 @@ type Cluster struct {
 	stopped bool
 }
 
-// New starts n servers and waits for a ready leader.
+// New starts n servers and waits for a ready leader. In memory they run at
+// twice the LAN timeouts, and snapshot after 64 entries keeping 32, so a
+// test reaches InstallSnapshot quickly; with TCP they keep the defaults.
 func New(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
