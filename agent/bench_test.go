@@ -1,74 +1,26 @@
-package agent
+package agent_test
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/amserver/amserver/api"
-	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/testcluster"
 )
-
-// startTCPCluster starts n servers with real TCP Raft transports, bolt
-// stores on disk and gossip on loopback, bootstrapped through gossip.
-func startTCPCluster(tb testing.TB, n int) []*Server {
-	tb.Helper()
-	dir := tb.TempDir()
-	var servers []*Server
-	var join []string
-	for i := range n {
-		cfg := Config{
-			NodeID: fmt.Sprintf("s%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i)),
-			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: n, Join: join,
-		}
-		cfg.Gossip = gossip.DefaultConfig()
-		cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0
-		s, err := NewServer(cfg, Deps{})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if err := s.Start(context.Background()); err != nil {
-			tb.Fatal(err)
-		}
-		servers = append(servers, s)
-		join = append(join, s.gossip.LocalAddr())
-	}
-	tb.Cleanup(func() {
-		for _, s := range servers {
-			_ = s.Kill()
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, s := range servers {
-			if s.store.IsLeader() && s.store.Ready() {
-				return servers
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	tb.Fatal("no leader")
-	return nil
-}
 
 // BenchmarkBundleCreatesHTTP measures acknowledged bundle creates per second
 // through the HTTP API of a 3-server loopback cluster (fsync on), sent to
 // every server in turn, at concurrency 1, 16 and 64.
 func BenchmarkBundleCreatesHTTP(b *testing.B) {
-	servers := startTCPCluster(b, 3)
-	leader := servers[0]
-	for _, s := range servers {
-		if s.store.IsLeader() {
-			leader = s
-		}
-	}
-	c, _ := api.New(leader.HTTPAddr())
+	tc := testcluster.New(b, 3, testcluster.TCP())
+	servers, leader := tc.Servers(), tc.Leader()
+	c := tc.Client(leader)
 	if _, err := c.PutPool(context.Background(), api.Pool{Name: "bench"}); err != nil {
 		b.Fatal(err)
 	}

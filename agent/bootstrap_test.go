@@ -1,9 +1,9 @@
-package agent
+package agent_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 )
 
 // logTap records the messages logged through it.
@@ -43,36 +45,35 @@ func (l *logTap) saw(prefix string) bool {
 // members' raft tag, bootstraps nothing of its own, and is added by the
 // leader as a voter.
 func TestReplacementServerDoesNotBootstrap(t *testing.T) {
-	servers := startTCPCluster(t, 3)
+	c := testcluster.New(t, 3, testcluster.TCP())
+	servers := c.Servers()
 	for i, s := range servers {
 		viewer := servers[(i+1)%len(servers)]
-		eventually(t, 20*time.Second, s.cfg.NodeID+" advertises Raft membership", func() bool {
-			m, ok := viewer.gossip.Member(s.cfg.NodeID)
-			return ok && m.Meta.Tags[raftMemberTag] == "1"
+		poll.Eventually(t, 20*time.Second, s.NodeID()+" advertises Raft membership", func() error {
+			m, ok := viewer.Gossip().Member(s.NodeID())
+			// "raft" is the tag of a server that belongs to a Raft cluster.
+			return poll.Check(ok && m.Meta.Tags["raft"] == "1", "%s sees %s with tags %v (known %v)", viewer.NodeID(), s.NodeID(), m.Meta.Tags, ok)
 		})
 	}
 	tap := &logTap{}
-	cfg := Config{
-		NodeID: "a0", DataDir: filepath.Join(t.TempDir(), "a0"), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
-		BootstrapExpect: 3, Join: []string{servers[0].gossip.LocalAddr()}, Logger: slog.New(tap),
-	}
-	cfg.Gossip = gossip.DefaultConfig()
-	cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0
-	startServer(t, cfg)
-	eventually(t, 30*time.Second, "the leader adds the new server as a voter", func() bool {
+	c.AddServer(func(cfg *agent.Config) {
+		cfg.NodeID, cfg.Logger, cfg.Join = "a0", slog.New(tap), []string{servers[0].Gossip().LocalAddr()}
+	})
+	poll.Eventually(t, 30*time.Second, "the leader adds the new server as a voter", func() error {
 		for _, s := range servers {
-			if !s.store.IsLeader() {
+			if !s.Store().IsLeader() {
 				continue
 			}
 			f := s.Raft().GetConfiguration()
-			if f.Error() != nil {
-				return false
+			if err := f.Error(); err != nil {
+				return err
 			}
-			return slices.ContainsFunc(f.Configuration().Servers, func(srv raft.Server) bool {
+			cfg := f.Configuration().Servers
+			return poll.Check(slices.ContainsFunc(cfg, func(srv raft.Server) bool {
 				return srv.ID == "a0" && srv.Suffrage == raft.Voter
-			})
+			}), "the leader's configuration is %+v", cfg)
 		}
-		return false
+		return errors.New("no leader among s1..s3")
 	})
 	if tap.saw("raft bootstrapped") || !tap.saw("not bootstrapping") {
 		t.Fatalf("the replacement bootstrapped a configuration of its own: %v", tap.msgs)

@@ -145,12 +145,8 @@ func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig) error {
 	join := []string{d.Servers[0].gossip.LocalAddr()}
 	host, _, _ := net.SplitHostPort(cfg.HTTPAddr)
 	for i := range cfg.Workers {
-		dom := devDomains[i%len(devDomains)]
-		wc := worker.Config{
-			NodeID: fmt.Sprintf("worker-%d", i+1), AZ: dom.az, Cloud: dom.cloud,
-			Inventory: devInventory(i, dom.az, dom.cloud), Servers: []string{d.Servers[0].HTTPAddr()},
-			Join: join, Logger: cfg.Logger,
-		}
+		wc := DevWorkerConfig(i)
+		wc.Servers, wc.Join, wc.Logger = []string{d.Servers[0].HTTPAddr()}, join, cfg.Logger
 		if cfg.Driver != nil {
 			wc.Driver = cfg.Driver()
 		}
@@ -166,6 +162,18 @@ func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig) error {
 		}
 	}
 	return nil
+}
+
+// DevWorkerConfig is simulated worker i (from 0) as the dev cluster starts
+// it: worker-<i+1> in pool default, spread over 3 AZs and 2 clouds, with
+// devInventory's resources. How it reaches the servers is the caller's to
+// add. Tests start workers of the same shape through it.
+func DevWorkerConfig(i int) worker.Config {
+	dom := devDomains[i%len(devDomains)]
+	return worker.Config{
+		NodeID: fmt.Sprintf("worker-%d", i+1), AZ: dom.az, Cloud: dom.cloud,
+		Inventory: devInventory(i, dom.az, dom.cloud),
+	}
 }
 
 // devInventory gives simulated workers a varied but realistic inventory:

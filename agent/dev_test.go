@@ -1,29 +1,55 @@
-package agent
+package agent_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
 )
+
+// These tests are the dev cluster's own (what `amserver dev` starts), so
+// they build it with StartDev; every other test builds through testcluster.
+
+// startDev starts a dev cluster on free ports, stopped at cleanup.
+func startDev(t *testing.T, servers, workers int) *agent.DevCluster {
+	t.Helper()
+	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Servers: servers, Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdownDev(t, d) })
+	return d
+}
+
+// shutdownDev stops a dev cluster within a bound, so a shutdown that hangs
+// fails its test instead of stalling the whole package.
+func shutdownDev(t *testing.T, d *agent.DevCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("dev cluster shutdown did not finish in 30s: %v", err)
+	}
+}
 
 // TestDevClusterThreeServers starts the embedded cluster the way `amserver
 // dev --servers 3` does (real TCP Raft, real gossip, bootstrap-expect) and
 // checks that every simulated worker registers and turns ready.
 func TestDevClusterThreeServers(t *testing.T) {
-	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 3, Workers: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shutdownDev(t, d) })
+	d := startDev(t, 3, 6)
 	c, err := api.New(d.HTTPAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := ctxTimeout(t, 60*time.Second)
-	deadline := time.Now().Add(45 * time.Second)
-	for {
+	poll.Eventually(t, 45*time.Second, "every worker ready, in 3 AZs", func() error {
 		nodes, _, err := c.Nodes(ctx, api.NodeFilter{}, nil)
+		if err != nil {
+			return err
+		}
 		ready, azs := 0, map[string]bool{}
 		for _, n := range nodes {
 			if n.Status == api.NodeReady {
@@ -31,14 +57,8 @@ func TestDevClusterThreeServers(t *testing.T) {
 				azs[n.Labels["az"]] = true
 			}
 		}
-		if err == nil && ready == 6 && len(azs) == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workers not ready: %d ready, azs %v, err %v", ready, azs, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return poll.Check(ready == 6 && len(azs) == 3, "%d ready, azs %v", ready, azs)
+	})
 	peers, err := c.Peers(ctx)
 	if err != nil || len(peers) != 3 {
 		t.Fatalf("raft peers %+v err %v", peers, err)
@@ -49,11 +69,7 @@ func TestDevClusterThreeServers(t *testing.T) {
 // placed with a backup in another AZ, its jobs report running, and deleting
 // it stops them and removes it.
 func TestDevClusterPlacesAndDeletes(t *testing.T) {
-	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shutdownDev(t, d) })
+	d := startDev(t, 1, 6)
 	c, _ := api.New(d.HTTPAddr())
 	ctx := ctxTimeout(t, 60*time.Second)
 	waitReadyNodes(t, c, 6)
@@ -68,10 +84,8 @@ func TestDevClusterPlacesAndDeletes(t *testing.T) {
 	if _, err := c.CreateBundle(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	var b *api.Bundle
-	eventually(t, 30*time.Second, "bundle placed and running", func() bool {
-		b, _, err = c.Bundle(ctx, "channel-1", nil)
-		return err == nil && b.State == api.StatePlaced && allRunning(b)
+	b := bundleIs(t, ctx, c, 30*time.Second, "channel-1", "bundle placed and running", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && allRunning(b)
 	})
 	primary, backup := b.Replicas[0], b.Replicas[1]
 	if primary.Jobs[0].NodeID != primary.Jobs[1].NodeID {
@@ -85,10 +99,7 @@ func TestDevClusterPlacesAndDeletes(t *testing.T) {
 	if _, err := c.DeleteBundle(ctx, "channel-1"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "bundle purged after its jobs stopped", func() bool {
-		_, _, err := c.Bundle(ctx, "channel-1", nil)
-		return api.IsCode(err, api.CodeNotFound)
-	})
+	bundleGone(t, ctx, c, 30*time.Second, "channel-1", "bundle purged after its jobs stopped")
 	nodes, _, _ := c.Nodes(ctx, api.NodeFilter{}, nil)
 	for _, n := range nodes {
 		if n.Reserved.Capacity != 0 || n.Assignments != 0 {
@@ -97,45 +108,11 @@ func TestDevClusterPlacesAndDeletes(t *testing.T) {
 	}
 }
 
-func allRunning(b *api.Bundle) bool {
-	for _, r := range b.Replicas {
-		for _, j := range r.Jobs {
-			if j.Status != api.JobRunning {
-				return false
-			}
-		}
-	}
-	return len(b.Replicas) > 0
-}
-
-func waitReadyNodes(t *testing.T, c *api.Client, want int) {
-	t.Helper()
-	eventually(t, 45*time.Second, "workers ready", func() bool {
-		nodes, _, err := c.Nodes(t.Context(), api.NodeFilter{Status: api.NodeReady}, nil)
-		return err == nil && len(nodes) == want
-	})
-}
-
-func eventually(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestDevClusterNodeServices: an eager node service runs on every node of
 // its pool that has what it consumes, and while it runs its node offers the
 // capability it provides, which a bundle can then use.
 func TestDevClusterNodeServices(t *testing.T) {
-	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shutdownDev(t, d) })
+	d := startDev(t, 1, 6)
 	c, _ := api.New(d.HTTPAddr())
 	ctx := ctxTimeout(t, 60*time.Second)
 	waitReadyNodes(t, c, 6)
@@ -148,28 +125,27 @@ func TestDevClusterNodeServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Workers 1 and 4 (every third) have the NIC the service consumes.
-	eventually(t, 30*time.Second, "service running on the NIC nodes only", func() bool {
+	poll.Eventually(t, 30*time.Second, "service running on the NIC nodes only", func() error {
 		nodes, _, err := c.Nodes(ctx, api.NodeFilter{}, nil)
 		if err != nil {
-			return false
+			return err
 		}
-		with := 0
+		var with []string
 		for _, n := range nodes {
 			for _, cp := range n.Capabilities {
 				if cp.Name == "ptp-clock" {
-					with++
+					with = append(with, n.ID)
 				}
 			}
 		}
-		return with == 2
+		return poll.Check(len(with) == 2, "nodes offering ptp-clock: %v", with)
 	})
 	spec := api.BundleSpec{ID: "needs-ptp", Pool: "default", Jobs: []api.Job{{Name: "j", Requirements: api.Requirements{
 		Capacity: 1, Capabilities: []api.CapabilityRequest{{Name: "ptp-clock", Count: 1}}}}}}
 	if _, err := c.CreateBundle(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "bundle placed on a node with the provided capability", func() bool {
-		b, _, err := c.Bundle(ctx, "needs-ptp", nil)
-		return err == nil && b.State == api.StatePlaced && (b.Replicas[0].Jobs[0].NodeID == "worker-1" || b.Replicas[0].Jobs[0].NodeID == "worker-4")
+	bundleIs(t, ctx, c, 30*time.Second, "needs-ptp", "bundle placed on a node with the provided capability", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && (b.Replicas[0].Jobs[0].NodeID == "worker-1" || b.Replicas[0].Jobs[0].NodeID == "worker-4")
 	})
 }

@@ -1,6 +1,7 @@
-package agent
+package agent_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 )
 
 // buildAmserver builds the amserver binary the test provisioner starts as
@@ -76,16 +80,17 @@ echo "$id $node" >> "$dir/created.log"
 touch "$dir/req-$id"
 `
 
-// elasticRig is a dev cluster of three servers whose elastic pools
-// provision real worker processes through the test provisioner.
+// elasticRig is a cluster of three servers (TCP Raft and gossip, as the
+// dev cluster runs them) whose elastic pools provision real worker
+// processes through the test provisioner.
 type elasticRig struct {
 	t      *testing.T
-	d      *DevCluster
+	c      *testcluster.Cluster
 	dir    string
 	script string
 }
 
-func newElasticRig(t *testing.T, bin string, workers int, configure func(*Config)) *elasticRig {
+func newElasticRig(t *testing.T, bin string, workers int, configure func(*agent.Config)) *elasticRig {
 	t.Helper()
 	r := &elasticRig{t: t, dir: t.TempDir()}
 	r.script = filepath.Join(r.dir, "provision.sh")
@@ -94,20 +99,15 @@ func newElasticRig(t *testing.T, bin string, workers int, configure func(*Config
 	}
 	t.Cleanup(r.killWorkers) // registered first: runs last, for workers started as the cluster stopped
 	t.Cleanup(r.dumpOnFailure)
-	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 3, Workers: workers,
-		DeleteTimeout: 5 * time.Second,
-		Configure: func(c *Config) {
-			c.Elastic = ElasticConfig{Interval: 200 * time.Millisecond, RetryMin: 200 * time.Millisecond, RetryMax: 2 * time.Second,
-				CallTimeout: 20 * time.Second, DeleteGrace: 5 * time.Second, AllowExec: true}
-			if configure != nil {
-				configure(c)
-			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.d = d
-	t.Cleanup(func() { shutdownDev(t, d) })
+	r.c = testcluster.New(t, 3, testcluster.TCP(), testcluster.Graceful(), testcluster.Configure(func(_ int, c *agent.Config) {
+		c.DeleteTimeout = 5 * time.Second
+		c.Elastic = agent.ElasticConfig{Interval: 200 * time.Millisecond, RetryMin: 200 * time.Millisecond, RetryMax: 2 * time.Second,
+			CallTimeout: 20 * time.Second, DeleteGrace: 5 * time.Second, AllowExec: true}
+		if configure != nil {
+			configure(c)
+		}
+	}))
+	r.c.StartWorkers(workers, nil)
 	t.Cleanup(r.killWorkers) // runs first: workers leave while the servers are up
 	waitReadyNodes(t, r.client(), workers)
 	return r
@@ -123,24 +123,25 @@ func (r *elasticRig) dumpOnFailure() {
 		raw, _ := os.ReadFile(f)
 		r.t.Logf("%s:\n%s", filepath.Base(f), raw)
 	}
-	if r.d == nil {
+	if r.c == nil {
 		return
 	}
-	s := r.d.Servers[len(r.d.Servers)-1]
-	for _, c := range r.d.Servers {
-		if c.store.IsLeader() {
+	servers := r.c.Servers()
+	s := servers[len(servers)-1]
+	for _, c := range servers {
+		if c.Store().IsLeader() {
 			s = c
 		}
 	}
-	st := s.fsm.State()
+	st := s.FSM().State()
 	for _, sp := range st.Spawns("") {
-		r.t.Logf("%s: spawn %+v", s.cfg.NodeID, *sp)
+		r.t.Logf("%s: spawn %+v", s.NodeID(), *sp)
 	}
 	for _, n := range st.Nodes("") {
-		r.t.Logf("%s: node %s pool %s status %s cordoned %v", s.cfg.NodeID, n.ID, n.Pool, n.Status, n.Cordoned)
+		r.t.Logf("%s: node %s pool %s status %s cordoned %v", s.NodeID(), n.ID, n.Pool, n.Status, n.Cordoned)
 	}
 	for _, b := range st.Bundles("", "") {
-		r.t.Logf("%s: bundle %s %s explain %+v", s.cfg.NodeID, b.ID(), b.State, b.Explain)
+		r.t.Logf("%s: bundle %s %s explain %+v", s.NodeID(), b.ID(), b.State, b.Explain)
 	}
 }
 
@@ -158,19 +159,36 @@ func (r *elasticRig) killWorkers() {
 			}
 		}
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for _, pid := range pids {
-		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
+	poll.Eventually(r.t, 15*time.Second, "the provisioned workers to exit", func() error {
+		for _, pid := range pids {
+			if running(pid) {
+				return fmt.Errorf("process %d still runs", pid)
+			}
 		}
+		return nil
+	})
+}
+
+// running reports whether process pid runs. One that exited but was not
+// reaped yet (its parent is whoever adopted the orphan) is a zombie: gone.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
 	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// "pid (comm) state …": the state follows the command's closing parenthesis.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }
 
 // client talks to a live server (forwarding reaches the leader).
-func (r *elasticRig) client(skip ...*Server) *api.Client {
-	for _, s := range r.d.Servers {
-		if !contains(skip, s) {
-			return client(r.t, s)
+func (r *elasticRig) client(skip ...*agent.Server) *api.Client {
+	for _, s := range r.c.Servers() {
+		if !slices.Contains(skip, s) {
+			return r.c.Client(s)
 		}
 	}
 	r.t.Fatal("no live server")
@@ -178,19 +196,9 @@ func (r *elasticRig) client(skip ...*Server) *api.Client {
 }
 
 // leader waits for a ready leader among the servers not in skip.
-func (r *elasticRig) leader(skip ...*Server) *Server {
+func (r *elasticRig) leader(skip ...*agent.Server) *agent.Server {
 	r.t.Helper()
-	var out *Server
-	eventually(r.t, 30*time.Second, "a ready leader", func() bool {
-		for _, s := range r.d.Servers {
-			if !contains(skip, s) && s.store.IsLeader() && s.store.Ready() {
-				out = s
-				return true
-			}
-		}
-		return false
-	})
-	return out
+	return r.c.Leader(skip...)
 }
 
 // pool puts an elastic pool with one or two instance types using the test
@@ -285,9 +293,18 @@ func (r *elasticRig) placedOn(c *api.Client, id string) string {
 	return b.Replicas[0].Jobs[0].NodeID
 }
 
+// placed is the error Eventually reports while bundle id is not placed
+// (node, from placedOn, is empty).
+func (r *elasticRig) placed(c *api.Client, id, node string) error {
+	if node != "" {
+		return nil
+	}
+	return fmt.Errorf("bundle %s is %s", id, r.bundle(c, id).State)
+}
+
 // hasEvent reports whether the leader's state holds an event of typ.
-func (r *elasticRig) hasEvent(s *Server, typ, node string) bool {
-	for _, e := range s.fsm.State().Events(0, 0) {
+func (r *elasticRig) hasEvent(s *agent.Server, typ, node string) bool {
+	for _, e := range s.FSM().State().Events(0, 0) {
 		if e.Type == typ && (node == "" || e.NodeID == node) {
 			return true
 		}

@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"fmt"
@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // TestElasticPools runs elastic pools on an in-process cluster of three
@@ -37,9 +39,9 @@ func testProvisionsOnce(t *testing.T, bin string) {
 	r.pool(api.Pool{Name: "e"})
 	r.submit(c, "b1", "e", 3)
 	var node string
-	eventually(t, 45*time.Second, "b1 placed on a provisioned node", func() bool {
+	poll.Eventually(t, 45*time.Second, "b1 placed on a provisioned node", func() error {
 		node = r.placedOn(c, "b1")
-		return node != ""
+		return r.placed(c, "b1", node)
 	})
 	created := r.created()
 	if len(created) != 1 || strings.Fields(created[0])[1] != node {
@@ -68,21 +70,23 @@ func testFailoverProvisionsOnce(t *testing.T, bin string) {
 	c := r.client()
 	r.pool(api.Pool{Name: "e"})
 	r.submit(c, "b1", "e", 3)
-	eventually(t, 30*time.Second, "the provisioner called", func() bool { return len(r.created()) == 1 })
+	poll.Eventually(t, 30*time.Second, "the provisioner called", func() error {
+		return poll.Check(len(r.created()) == 1, "created %v", r.created())
+	})
 	old := r.leader()
 	if err := old.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	r.leader(old)
 	c = r.client(old)
-	eventually(t, 30*time.Second, "the new leader repeats the create", func() bool {
+	poll.Eventually(t, 30*time.Second, "the new leader repeats the create", func() error {
 		n := 0
 		for _, l := range r.logLines("calls.log") {
 			if strings.HasPrefix(l, "create ") {
 				n++
 			}
 		}
-		return n >= 2
+		return poll.Check(n >= 2, "%d create calls", n)
 	})
 	if ps := r.status(c, "e"); ps.Counts[api.LifecycleSpawning] != 1 {
 		t.Fatalf("after failover: %+v, want one spawning node", ps.Counts)
@@ -91,9 +95,9 @@ func testFailoverProvisionsOnce(t *testing.T, bin string) {
 		t.Fatal(err)
 	}
 	var node string
-	eventually(t, 45*time.Second, "b1 placed", func() bool {
+	poll.Eventually(t, 45*time.Second, "b1 placed", func() error {
 		node = r.placedOn(c, "b1")
-		return node != ""
+		return r.placed(c, "b1", node)
 	})
 	if created, ids := r.created(), r.createIDs(); len(created) != 1 || len(ids) != 1 || strings.Fields(created[0])[1] != node {
 		t.Fatalf("provisioned %v with request ids %v; want one node, the one b1 is on (%s)", created, ids, node)
@@ -104,7 +108,7 @@ func testFailoverProvisionsOnce(t *testing.T, bin string) {
 // leaves bundles unplaceable with an explanation naming the cap; the caps
 // are never exceeded.
 func testCapsNeverExceeded(t *testing.T, bin string) {
-	r := newElasticRig(t, bin, 0, func(c *Config) { c.Elastic.MaxProvisionedNodes = 3 })
+	r := newElasticRig(t, bin, 0, func(c *agent.Config) { c.Elastic.MaxProvisionedNodes = 3 })
 	c := r.client()
 	r.pool(api.Pool{Name: "a", MaxNodes: 2})
 	r.pool(api.Pool{Name: "b"})
@@ -129,13 +133,13 @@ func (r *elasticRig) submitConcurrently(c *api.Client, pool string, n int) {
 // rest explain the cap, checking the pool never holds more than its bound.
 func (r *elasticRig) waitCapped(c *api.Client, pool string, placed int, stage, detail string) {
 	r.t.Helper()
-	eventually(r.t, 60*time.Second, fmt.Sprintf("%d bundles of %s placed, the rest stopped by %s", placed, pool, stage), func() bool {
+	poll.Eventually(r.t, 60*time.Second, fmt.Sprintf("%d bundles of %s placed, the rest stopped by %s", placed, pool, stage), func() error {
 		if ps := r.status(c, pool); ps.MaxNodes > 0 && len(ps.Nodes) > ps.MaxNodes || ps.Provisioned > 3 {
 			r.t.Fatalf("cap exceeded: %+v", ps)
 		}
 		bundles, _, err := c.Bundles(r.t.Context(), api.BundleFilter{Pool: pool}, nil)
 		if err != nil {
-			return false
+			return err
 		}
 		ok, capped := 0, 0
 		for _, b := range bundles {
@@ -147,7 +151,7 @@ func (r *elasticRig) waitCapped(c *api.Client, pool string, placed int, stage, d
 				capped++
 			}
 		}
-		return ok == placed && capped == len(bundles)-placed
+		return poll.Check(ok == placed && capped == len(bundles)-placed, "%d placed and %d capped of %d", ok, capped, len(bundles))
 	})
 }
 
@@ -160,16 +164,16 @@ func testPrunesUnregistered(t *testing.T, bin string) {
 	r.pool(api.Pool{Name: "e", SpawnTimeout: "3s"})
 	r.submit(c, "b1", "e", 3)
 	var node string
-	eventually(t, 60*time.Second, "b1 placed on the second node", func() bool {
+	poll.Eventually(t, 60*time.Second, "b1 placed on the second node", func() error {
 		node = r.placedOn(c, "b1")
-		return node != ""
+		return r.placed(c, "b1", node)
 	})
 	// The replacement's worker can register, and b1 land on it, before the
 	// provisioner script gets to log the create: wait for the log.
 	var created []string
-	eventually(t, 10*time.Second, "the provisioner logging the lost node and its replacement", func() bool {
+	poll.Eventually(t, 10*time.Second, "the provisioner logging the lost node and its replacement", func() error {
 		created = r.created()
-		return len(created) >= 2
+		return poll.Check(len(created) >= 2, "created %v", created)
 	})
 	if len(created) != 2 {
 		t.Fatalf("provisioned %v, want the lost node and its replacement", created)
@@ -178,8 +182,10 @@ func testPrunesUnregistered(t *testing.T, bin string) {
 	if node == lost || strings.Fields(created[1])[1] != node {
 		t.Fatalf("b1 is on %s; provisioned %v", node, created)
 	}
-	eventually(t, 30*time.Second, "the lost node given back", func() bool {
-		return len(r.deleted()) == 1 && r.deleted()[0] == lost && r.status(c, "e").Counts[api.LifecycleDraining] == 0
+	poll.Eventually(t, 30*time.Second, "the lost node given back", func() error {
+		deleted, counts := r.deleted(), r.status(c, "e").Counts
+		return poll.Check(len(deleted) == 1 && deleted[0] == lost && counts[api.LifecycleDraining] == 0,
+			"deleted %v, pool counts %v", deleted, counts)
 	})
 	if !r.hasEvent(r.leader(), fsm.EventProvisionTimedOut, lost) {
 		t.Fatal("no provisionTimedOut event for the lost node")
@@ -193,21 +199,28 @@ func testScalesDown(t *testing.T, bin string) {
 	c := r.client()
 	r.pool(api.Pool{Name: "e", Warm: 1, IdleTimeout: "2s",
 		InstanceTypes: []api.InstanceType{{Name: "std", TotalCapacity: 4, TotalCores: 4}}})
-	eventually(t, 45*time.Second, "the warm node idle", func() bool { return r.status(c, "e").Counts[api.LifecycleIdle] == 1 })
+	poll.Eventually(t, 45*time.Second, "the warm node idle", func() error {
+		counts := r.status(c, "e").Counts
+		return poll.Check(counts[api.LifecycleIdle] == 1, "pool counts %v", counts)
+	})
 	r.submit(c, "b1", "e", 3)
 	r.submit(c, "b2", "e", 3)
-	eventually(t, 60*time.Second, "both placed with a warm node to spare", func() bool {
+	poll.Eventually(t, 60*time.Second, "both placed with a warm node to spare", func() error {
 		ps := r.status(c, "e")
-		return r.placedOn(c, "b1") != "" && r.placedOn(c, "b2") != "" && ps.Counts[api.LifecycleReady] == 2 && ps.Counts[api.LifecycleIdle] == 1
+		b1, b2 := r.placedOn(c, "b1"), r.placedOn(c, "b2")
+		return poll.Check(b1 != "" && b2 != "" && ps.Counts[api.LifecycleReady] == 2 && ps.Counts[api.LifecycleIdle] == 1,
+			"b1 on %q, b2 on %q, pool counts %v", b1, b2, ps.Counts)
 	})
 	for _, id := range []string{"b1", "b2"} {
 		if _, err := c.DeleteBundle(t.Context(), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 60*time.Second, "every node but the warm one given back", func() bool {
+	poll.Eventually(t, 60*time.Second, "every node but the warm one given back", func() error {
 		ps := r.status(c, "e")
-		return len(ps.Nodes) == 1 && ps.Counts[api.LifecycleIdle] == 1 && len(r.deleted()) == len(r.created())-1
+		deleted, created := r.deleted(), r.created()
+		return poll.Check(len(ps.Nodes) == 1 && ps.Counts[api.LifecycleIdle] == 1 && len(deleted) == len(created)-1,
+			"%d nodes, pool counts %v, %d deleted of %d created", len(ps.Nodes), ps.Counts, len(deleted), len(created))
 	})
 	if n := len(r.deleted()); n < 2 {
 		t.Fatalf("%d nodes given back, want at least the two the bundles used", n)
@@ -227,13 +240,18 @@ func testStuckProvisioner(t *testing.T, bin string) {
 	r.pool(api.Pool{Name: "ok"})
 	r.submit(c, "s1", "stuck", 1)
 	r.submit(c, "f1", "failing", 1)
-	eventually(t, 30*time.Second, "both stuck pools spawning", func() bool {
-		return r.status(c, "stuck").Counts[api.LifecycleSpawning] == 1 && r.status(c, "failing").Counts[api.LifecycleSpawning] == 1
+	poll.Eventually(t, 30*time.Second, "both stuck pools spawning", func() error {
+		stuck, failing := r.status(c, "stuck").Counts, r.status(c, "failing").Counts
+		return poll.Check(stuck[api.LifecycleSpawning] == 1 && failing[api.LifecycleSpawning] == 1,
+			"stuck %v, failing %v", stuck, failing)
 	})
 	r.submit(c, "o1", "ok", 1)
 	r.submit(c, "d1", "default", 1)
-	eventually(t, 45*time.Second, "the other pools' bundles placed", func() bool {
-		return r.placedOn(c, "o1") != "" && r.placedOn(c, "d1") != ""
+	poll.Eventually(t, 45*time.Second, "the other pools' bundles placed", func() error {
+		if err := r.placed(c, "o1", r.placedOn(c, "o1")); err != nil {
+			return err
+		}
+		return r.placed(c, "d1", r.placedOn(c, "d1"))
 	})
 	for _, id := range []string{"s1", "f1"} {
 		if b := r.bundle(c, id); b.State != api.StateUnplaceable {

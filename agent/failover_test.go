@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"context"
@@ -51,8 +51,8 @@ func watchOvercommit(t *testing.T, f *fsm.FSM) func() {
 	}
 }
 
-func workerByID(d *DevCluster, id string) *worker.Worker {
-	for _, w := range d.Workers {
+func workerByID(ws []*worker.Worker, id string) *worker.Worker {
+	for _, w := range ws {
 		if w.NodeID() == id {
 			return w
 		}
@@ -65,25 +65,18 @@ func workerByID(d *DevCluster, id string) *worker.Worker {
 // backup on another live node in another AZ; a bundle without backup on
 // that worker is re-placed; no node is ever over-committed.
 func TestWorkerKillPromotesBackup(t *testing.T) {
-	d, err := StartDev(t.Context(), DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shutdownDev(t, d) })
-	check := watchOvercommit(t, d.Servers[0].fsm)
-	c, _ := api.New(d.HTTPAddr())
+	tc, workers, c := devCluster(t, 1, 6)
+	server := tc.Servers()[0]
+	check := watchOvercommit(t, server.FSM())
 	ctx := ctxTimeout(t, 90*time.Second)
-	waitReadyNodes(t, c, 6)
 	resilient := api.BundleSpec{ID: "res", Pool: "default", Priority: api.PriorityGold,
 		Resilience: &api.Resilience{SameNode: api.Forbid, SameAz: api.Forbid, SameCloud: api.Allow},
 		Jobs:       []api.Job{{Name: "enc", Requirements: api.Requirements{Capacity: 6, Cores: 4}}}}
 	if _, err := c.CreateBundle(ctx, resilient); err != nil {
 		t.Fatal(err)
 	}
-	var before *api.Bundle
-	eventually(t, 30*time.Second, "resilient bundle placed", func() bool {
-		before, _, err = c.Bundle(ctx, "res", nil)
-		return err == nil && before.State == api.StatePlaced && allRunning(before)
+	before := bundleIs(t, ctx, c, 30*time.Second, "res", "resilient bundle placed", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && allRunning(b)
 	})
 	victim := before.Replicas[0].Jobs[0].NodeID
 	single := api.BundleSpec{ID: "single", Pool: "default",
@@ -92,18 +85,15 @@ func TestWorkerKillPromotesBackup(t *testing.T) {
 	if _, err := c.CreateBundle(ctx, single); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "single bundle placed on the victim (its affinity)", func() bool {
-		b, _, err := c.Bundle(ctx, "single", nil)
-		return err == nil && b.State == api.StatePlaced && b.Replicas[0].Jobs[0].NodeID == victim
+	bundleIs(t, ctx, c, 30*time.Second, "single", "single bundle placed on the victim (its affinity)", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && b.Replicas[0].Jobs[0].NodeID == victim
 	})
 
-	if err := workerByID(d, victim).Kill(); err != nil {
+	if err := workerByID(workers, victim).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var after *api.Bundle
-	eventually(t, 30*time.Second, "backup promoted and a new backup placed", func() bool {
-		after, _, err = c.Bundle(ctx, "res", nil)
-		return err == nil && after.Epoch > before.Epoch && len(after.Replicas) == 2 &&
+	after := bundleIs(t, ctx, c, 30*time.Second, "res", "backup promoted and a new backup placed", func(after *api.Bundle) bool {
+		return after.Epoch > before.Epoch && len(after.Replicas) == 2 &&
 			after.Replicas[0].Jobs[0].NodeID == before.Replicas[1].Jobs[0].NodeID &&
 			after.Replicas[1].State == api.StatePlaced && after.Replicas[1].Jobs[0].NodeID != victim
 	})
@@ -112,16 +102,17 @@ func TestWorkerKillPromotesBackup(t *testing.T) {
 	if pn.Labels["az"] == bn.Labels["az"] && after.State != api.StateDegraded {
 		t.Fatalf("new backup shares the primary's AZ without a degradation: %+v", after)
 	}
-	eventually(t, 30*time.Second, "the bundle without backup is re-placed elsewhere", func() bool {
-		b, _, err := c.Bundle(ctx, "single", nil)
-		return err == nil && b.State == api.StatePlaced && b.Replicas[0].Jobs[0].NodeID != victim
+	bundleIs(t, ctx, c, 30*time.Second, "single", "the bundle without backup is re-placed elsewhere", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && b.Replicas[0].Jobs[0].NodeID != victim
 	})
 	n, _, _ := c.Node(ctx, victim, nil)
 	if n.Reserved.Capacity != 0 {
 		t.Fatalf("the dead node still holds reservations: %+v", n.Reserved)
 	}
-	m := d.Servers[0].metrics
-	if f, p := counterValue(t, m.failovers), counterValue(t, m.promotions); f < 2 || p < 1 {
+	fams := scrapeMetrics(t, server)
+	f, _ := sample(fams, "amserver_failovers_total")
+	p, _ := sample(fams, "amserver_promotions_total")
+	if f < 2 || p < 1 {
 		t.Errorf("metrics: %v bundles repaired by failover (want 2), %v promotions (want 1)", f, p)
 	}
 	check()

@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"bytes"
@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 	"github.com/amserver/amserver/worker"
 )
 
@@ -20,7 +23,7 @@ func gossipKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 // meets without false suspicions, so a suspicion during the test is the
 // rotation's doing.
 func calmGossip(key []byte) gossip.Config {
-	gc := loopbackGossip()
+	gc := testcluster.LoopbackGossip()
 	gc.SecretKey = key
 	gc.ProbeInterval, gc.ProbeTimeout = time.Second, 500*time.Millisecond
 	return gc
@@ -80,9 +83,12 @@ func keyringWhere(t *testing.T, c *api.Client, what string, cond func(*api.Keyri
 	// or failing that from memberlist's push/pull sync every 30 s: the
 	// deadline covers one sync, so a broadcast lost on a loaded machine
 	// (a CI run under -race missed 15 s) does not fail the test.
-	eventually(t, 45*time.Second, what, func() bool {
+	poll.Eventually(t, 45*time.Second, what, func() error {
 		kr, _, err := c.Keyring(t.Context(), false, nil)
-		return err == nil && cond(kr)
+		if err != nil {
+			return err
+		}
+		return poll.Check(cond(kr), "the keyring is %+v", *kr)
 	})
 }
 
@@ -106,27 +112,27 @@ func allConverged(n int) func(*api.Keyring) bool {
 // the removed key) recovers through the API and rejoins.
 func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 	k1, k2 := gossipKey(1), gossipKey(2)
-	servers := startCluster(t, 3, func(_ int, cfg *Config) { cfg.Gossip = calmGossip(k1) })
-	leader := waitLeader(t, servers)
-	w := startWorker(t, "w1", []string{leader.gossip.LocalAddr()}, nil, calmGossip(k1))
-	c := client(t, leader)
+	tc := keyCluster(t, 3, k1)
+	servers, leader := tc.Servers(), tc.Leader()
+	w := startWorker(tc, "w1", []string{leader.Gossip().LocalAddr()}, nil, calmGossip(k1))
+	c := tc.Client(leader)
 	keyringWhere(t, c, "the seeded keyring on all four members", func(kr *api.Keyring) bool {
 		return len(kr.Keys) == 1 && kr.Keys[0].Primary && allConverged(4)(kr)
 	})
 
 	observers := map[string]*gossip.Gossip{"w1": w.Gossip()}
 	for _, s := range servers {
-		observers[s.cfg.NodeID] = s.gossip
+		observers[s.NodeID()] = s.Gossip()
 	}
-	eventually(t, 15*time.Second, "every member to see every other alive", func() bool {
-		for _, g := range observers {
+	poll.Eventually(t, 15*time.Second, "every member to see every other alive", func() error {
+		for observer, g := range observers {
 			for name := range observers {
 				if m, ok := g.Member(name); !ok || m.Status != gossip.StatusAlive {
-					return false
+					return fmt.Errorf("%s sees %s as %q (known %v)", observer, name, m.Status, ok)
 				}
 			}
 		}
-		return true
+		return nil
 	})
 	watch := watchAlive(observers)
 	ctx := ctxTimeout(t, 25*time.Second)
@@ -148,7 +154,7 @@ func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 	keyringWhere(t, c, "the old key gone everywhere", func(kr *api.Keyring) bool {
 		return len(kr.Keys) == 1 && allConverged(4)(kr)
 	})
-	time.Sleep(2 * time.Second) // a probe round or two with the final keyring
+	time.Sleep(2 * time.Second) // on purpose: a probe round or two with the final keyring, in which the watch must see nobody suspect
 	if v := watch.finish(); v != "" {
 		t.Fatalf("a member lost sight of another during the rotation: %s", v)
 	}
@@ -161,43 +167,42 @@ func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 	if follower == leader {
 		follower = servers[1]
 	}
-	if _, err := client(t, follower).PutPool(ctx, api.Pool{Name: "after-rotation"}); err != nil {
+	if _, err := tc.Client(follower).PutPool(ctx, api.Pool{Name: "after-rotation"}); err != nil {
 		t.Fatalf("a write after the rotation: %v", err)
 	}
 
-	late := startWorker(t, "w2", []string{leader.gossip.LocalAddr()}, []string{leader.HTTPAddr()}, calmGossip(k1))
-	eventually(t, 20*time.Second, "the worker that missed the rotation to rejoin", func() bool {
-		m, ok := leader.gossip.Member("w2")
-		return ok && m.Status == gossip.StatusAlive
+	late := startWorker(tc, "w2", []string{leader.Gossip().LocalAddr()}, []string{leader.HTTPAddr()}, calmGossip(k1))
+	poll.Eventually(t, 20*time.Second, "the worker that missed the rotation to rejoin", func() error {
+		m, ok := leader.Gossip().Member("w2")
+		return poll.Check(ok && m.Status == gossip.StatusAlive, "the leader sees w2 as %q (known %v)", m.Status, ok)
 	})
 	if got := late.Gossip().Keyring(); len(got) != 1 || !bytes.Equal(got[0], k2) {
 		t.Errorf("the late worker holds %d keys", len(got))
 	}
 }
 
-func startWorker(t *testing.T, id string, join, servers []string, gc gossip.Config) *worker.Worker {
-	t.Helper()
-	w, err := worker.New(worker.Config{
+// keyCluster is n servers on TCP Raft whose gossip is encrypted with key,
+// at twice the LAN timeouts.
+func keyCluster(t *testing.T, n int, key []byte) *testcluster.Cluster {
+	return testcluster.New(t, n, testcluster.TCP(), testcluster.Configure(func(_ int, cfg *agent.Config) {
+		cfg.TimeoutScale, cfg.Gossip = 2, calmGossip(key)
+	}))
+}
+
+func startWorker(c *testcluster.Cluster, id string, join, servers []string, gc gossip.Config) *worker.Worker {
+	return c.StartWorker(worker.Config{
 		NodeID: id, Inventory: api.NodeSpec{Pool: "p", TotalCapacity: 4},
 		Join: join, Servers: servers, Gossip: gc, PollWait: 5 * time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Kill() })
-	return w
 }
 
 // TestReplicatedKeyringWinsOverEncryptFlag: a server restarted with an
 // outdated --encrypt key takes the replicated keyring from Raft.
 func TestReplicatedKeyringWinsOverEncryptFlag(t *testing.T) {
 	k1, k2 := gossipKey(1), gossipKey(2)
-	servers := startCluster(t, 1, func(_ int, cfg *Config) { cfg.Gossip = calmGossip(k1) })
-	s := servers[0]
-	c := client(t, s)
+	tc := keyCluster(t, 1, k1)
+	s := tc.Servers()[0]
+	c := tc.Client(s)
 	ctx := ctxTimeout(t, 20*time.Second)
 	keyringWhere(t, c, "the seeded keyring", allConverged(1))
 	for _, step := range []struct{ op, key string }{
@@ -210,19 +215,18 @@ func TestReplicatedKeyringWinsOverEncryptFlag(t *testing.T) {
 		}
 		keyringWhere(t, c, step.op+" applied", allConverged(1))
 	}
-	cfg := s.cfg
 	if err := s.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg.HTTPAddr, cfg.HTTPAdvertise, cfg.RaftAdvertise = "127.0.0.1:0", "", ""
-	cfg.Bootstrap, cfg.BootstrapExpect, cfg.Join = false, 0, nil
-	cfg.Gossip = calmGossip(k1) // the outdated key
-	again := startServer(t, cfg)
-	eventually(t, 15*time.Second, "the restarted server to apply the replicated keyring", func() bool {
-		got := again.gossip.Keyring()
-		return len(got) == 1 && bytes.Equal(got[0], k2)
+	again := tc.Restart(s, func(cfg *agent.Config) {
+		cfg.Bootstrap, cfg.BootstrapExpect, cfg.Join = false, 0, nil
+		cfg.Gossip = calmGossip(k1) // the outdated key
 	})
-	if kr := again.store.State().Keyring(); kr == nil || !slices.ContainsFunc(kr.Keys, func(k []byte) bool { return bytes.Equal(k, k2) }) {
+	poll.Eventually(t, 15*time.Second, "the restarted server to apply the replicated keyring", func() error {
+		got := again.Gossip().Keyring()
+		return poll.Check(len(got) == 1 && bytes.Equal(got[0], k2), "it holds %d keys", len(got))
+	})
+	if kr := again.Store().State().Keyring(); kr == nil || !slices.ContainsFunc(kr.Keys, func(k []byte) bool { return bytes.Equal(k, k2) }) {
 		t.Fatalf("replicated keyring after restart: %+v", kr)
 	}
 }

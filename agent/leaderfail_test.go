@@ -1,90 +1,76 @@
-package agent
+package agent_test
 
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/ledger"
 )
-
-func devLeader(t *testing.T, d *DevCluster, skip *Server) *Server {
-	t.Helper()
-	var leader *Server
-	eventually(t, 30*time.Second, "a ready leader", func() bool {
-		for _, s := range d.Servers {
-			if s != skip && s.store.IsLeader() && s.store.Ready() {
-				leader = s
-				return true
-			}
-		}
-		return false
-	})
-	return leader
-}
-
-// otherServer returns a server of the cluster that is not s.
-func otherServer(d *DevCluster, s *Server) *Server {
-	for _, x := range d.Servers {
-		if x != s {
-			return x
-		}
-	}
-	return nil
-}
 
 // TestLeaderFailoverDuringPlacementBurst: the leader is killed while bundles
 // are being created and placed. Afterwards every acknowledged bundle is
 // placed exactly once, reservations match placements one to one, and no
 // node is over-committed.
 func TestLeaderFailoverDuringPlacementBurst(t *testing.T) {
-	d, _ := startDev(t, 3, 6, nil)
-	leader := devLeader(t, d, nil)
-	c, _ := api.New(otherServer(d, leader).HTTPAddr())
+	tc, _, _ := devCluster(t, 3, 6)
+	leader := tc.Leader()
+	c := tc.Client(tc.Followers(leader)[0])
 	ctx := ctxTimeout(t, 120*time.Second)
 	const n = 120
 	var wg sync.WaitGroup
 	acked := make([]bool, n)
+	var ackedSoFar atomic.Int64
 	for w := range 4 {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < n; i += 4 {
 				spec := oneJob(fmt.Sprintf("burst-%03d", i), 0.5)
+				// Creates are idempotent: one whose outcome the failover left
+				// unknown is sent again at once. While no leader is known the
+				// client itself retries, paced, on the 503 noLeader answers.
 				for attempt := 0; attempt < 20 && ctx.Err() == nil; attempt++ {
 					if _, err := c.CreateBundle(ctx, spec); err == nil {
 						acked[i] = true
+						ackedSoFar.Add(1)
 						break
 					}
-					time.Sleep(100 * time.Millisecond) // creates are idempotent: retry
 				}
 			}
 		}(w)
-		if w == 1 {
-			time.Sleep(300 * time.Millisecond)
+		if w == 1 { // half the creators are under way: kill the leader before the others start
+			poll.Eventually(t, 30*time.Second, "the burst under way", func() error {
+				return poll.Check(ackedSoFar.Load() >= 10, "%d creates acknowledged", ackedSoFar.Load())
+			})
 			_ = leader.Kill()
 		}
 	}
 	wg.Wait()
-	next := devLeader(t, d, leader)
-	eventually(t, 60*time.Second, "every acknowledged bundle placed", func() bool {
-		st := next.fsm.State()
+	next := tc.Leader(leader)
+	poll.Eventually(t, 60*time.Second, "every acknowledged bundle placed", func() error {
+		st := next.FSM().State()
 		for i, ok := range acked {
-			if b := st.Bundle(fmt.Sprintf("burst-%03d", i)); ok && (b == nil || b.State != fsm.StatePlaced) {
-				return false
+			b := st.Bundle(fmt.Sprintf("burst-%03d", i))
+			if ok && b == nil {
+				return fmt.Errorf("acknowledged bundle %d is missing", i)
+			}
+			if ok && b.State != fsm.StatePlaced {
+				return fmt.Errorf("acknowledged bundle %d is %s", i, b.State)
 			}
 		}
-		return true
+		return nil
 	})
 	for i, ok := range acked {
 		if !ok {
 			t.Fatalf("bundle %d never acknowledged despite retries", i)
 		}
 	}
-	checkPlacementsMatchLedger(t, next.fsm.State())
+	checkPlacementsMatchLedger(t, next.FSM().State())
 }
 
 // checkPlacementsMatchLedger: each placed job holds exactly one reservation

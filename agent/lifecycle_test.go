@@ -1,48 +1,22 @@
-package agent
+package agent_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 	"github.com/amserver/amserver/worker"
 )
-
-func startDev(t *testing.T, servers, workers int, mutate func(*DevConfig)) (*DevCluster, *api.Client) {
-	t.Helper()
-	cfg := DevConfig{HTTPAddr: "127.0.0.1:0", Servers: servers, Workers: workers}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	d, err := StartDev(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shutdownDev(t, d) })
-	c, _ := api.New(d.HTTPAddr())
-	waitReadyNodes(t, c, workers)
-	return d, c
-}
-
-func oneJob(id string, capacity float64) api.BundleSpec {
-	return api.BundleSpec{ID: id, Pool: "default", Jobs: []api.Job{{Name: "j", Requirements: api.Requirements{Capacity: capacity}}}}
-}
-
-func bundleState(t *testing.T, c *api.Client, id string) string {
-	b, _, err := c.Bundle(t.Context(), id, nil)
-	if err != nil {
-		return "error: " + err.Error()
-	}
-	return b.State
-}
 
 // TestDrainEmptiesNodeAndCordonBlocks: a cordoned node takes no new work;
 // draining a node moves every job off it, promoting backups first.
 func TestDrainEmptiesNodeAndCordonBlocks(t *testing.T) {
-	_, c := startDev(t, 1, 3, nil)
+	_, _, c := devCluster(t, 1, 3)
 	ctx := ctxTimeout(t, 60*time.Second)
 	for _, id := range []string{"worker-1", "worker-2"} {
 		if _, err := c.Cordon(ctx, id); err != nil {
@@ -54,14 +28,17 @@ func TestDrainEmptiesNodeAndCordonBlocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "bundles placed on the only uncordoned node", func() bool {
+	poll.Eventually(t, 30*time.Second, "bundles placed on the only uncordoned node", func() error {
 		for i := range 3 {
 			b, _, err := c.Bundle(ctx, fmt.Sprintf("b%d", i), nil)
-			if err != nil || b.State != api.StatePlaced || b.Replicas[0].Jobs[0].NodeID != "worker-3" {
-				return false
+			if err != nil {
+				return err
+			}
+			if b.State != api.StatePlaced || b.Replicas[0].Jobs[0].NodeID != "worker-3" {
+				return fmt.Errorf("bundle %s is %s: %+v", b.ID, b.State, b.Replicas)
 			}
 		}
-		return true
+		return nil
 	})
 	for _, id := range []string{"worker-1", "worker-2"} {
 		if _, err := c.Uncordon(ctx, id); err != nil {
@@ -71,24 +48,22 @@ func TestDrainEmptiesNodeAndCordonBlocks(t *testing.T) {
 	if _, err := c.Drain(ctx, "worker-3"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "drained node empty and every bundle placed elsewhere", func() bool {
+	poll.Eventually(t, 30*time.Second, "drained node empty and every bundle placed elsewhere", func() error {
 		n, _, err := c.Node(ctx, "worker-3", nil)
-		if err != nil || n.Reserved.Capacity != 0 {
-			return false
+		if err != nil {
+			return err
 		}
-		for i := range 3 {
-			if bundleState(t, c, fmt.Sprintf("b%d", i)) != api.StatePlaced {
-				return false
-			}
+		if n.Reserved.Capacity != 0 {
+			return fmt.Errorf("worker-3 still reserves %+v", n.Reserved)
 		}
-		return true
+		return statesAre(t, c, api.StatePlaced, "b0", "b1", "b2")
 	})
 }
 
 // TestStartAtStopAt: a future startAt keeps a bundle scheduled until then;
 // stopAt deletes it.
 func TestStartAtStopAt(t *testing.T) {
-	_, c := startDev(t, 1, 2, nil)
+	_, _, c := devCluster(t, 1, 2)
 	ctx := ctxTimeout(t, 60*time.Second)
 	spec := oneJob("timed", 1)
 	start := time.Now().Add(2 * time.Second)
@@ -99,11 +74,8 @@ func TestStartAtStopAt(t *testing.T) {
 	if s := bundleState(t, c, "timed"); s != api.StateScheduled && time.Now().Before(start) {
 		t.Fatalf("before startAt: %s", s)
 	}
-	eventually(t, 20*time.Second, "placed after startAt", func() bool { return bundleState(t, c, "timed") == api.StatePlaced })
-	eventually(t, 20*time.Second, "deleted after stopAt", func() bool {
-		_, _, err := c.Bundle(ctx, "timed", nil)
-		return api.IsCode(err, api.CodeNotFound)
-	})
+	poll.Eventually(t, 20*time.Second, "placed after startAt", func() error { return statesAre(t, c, api.StatePlaced, "timed") })
+	bundleGone(t, ctx, c, 20*time.Second, "timed", "deleted after stopAt")
 }
 
 // stuckDriver runs tasks but never confirms a stop, like a worker whose
@@ -121,55 +93,45 @@ func (d *stuckDriver) Ensure(ctx context.Context, a api.Assignment) (string, str
 // confirms the stop is purged after the delete timeout, and its reservation
 // released.
 func TestDeleteTimeoutReleasesSilentNode(t *testing.T) {
-	_, c := startDev(t, 1, 1, func(cfg *DevConfig) {
-		cfg.DeleteTimeout = 2 * time.Second
-		cfg.Driver = func() worker.Driver { return &stuckDriver{NoneDriver: worker.NewNoneDriver()} }
-	})
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful(),
+		testcluster.Configure(func(_ int, cfg *agent.Config) { cfg.DeleteTimeout = 2 * time.Second }))
+	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = &stuckDriver{NoneDriver: worker.NewNoneDriver()} })
+	c := tc.Client(tc.Servers()[0])
+	waitReadyNodes(t, c, 1)
 	ctx := ctxTimeout(t, 60*time.Second)
 	if _, err := c.CreateBundle(ctx, oneJob("quiet", 1)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "placed and running", func() bool {
-		b, _, err := c.Bundle(ctx, "quiet", nil)
-		return err == nil && allRunning(b)
-	})
+	bundleIs(t, ctx, c, 30*time.Second, "quiet", "placed and running", allRunning)
 	if _, err := c.DeleteBundle(ctx, "quiet"); err != nil {
 		t.Fatal(err)
 	}
+	// Deleting must wait for the worker's confirmation, which never comes:
+	// a while passes on purpose, and the bundle must still be deleting.
 	time.Sleep(500 * time.Millisecond)
 	if s := bundleState(t, c, "quiet"); s != api.StateDeleting {
 		t.Fatalf("deletion must wait for the worker: %s", s)
 	}
-	eventually(t, 20*time.Second, "purged after the delete timeout", func() bool {
-		_, _, err := c.Bundle(ctx, "quiet", nil)
-		return api.IsCode(err, api.CodeNotFound)
-	})
+	bundleGone(t, ctx, c, 20*time.Second, "quiet", "purged after the delete timeout")
 	n, _, _ := c.Node(ctx, "worker-1", nil)
 	if n.Reserved.Capacity != 0 {
 		t.Fatalf("reservation survived the timeout: %+v", n.Reserved)
 	}
 }
 
-// shutdownDev stops a dev cluster within a bound, so a shutdown that hangs
-// fails its test instead of stalling the whole package.
-func shutdownDev(t *testing.T, d *DevCluster) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := d.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("dev cluster shutdown did not finish in 30s: %v", err)
-	}
-}
-
 // TestWorkerReregistersAfterDeregistration: a worker whose node record
 // disappears (forced deregistration, a restore) registers itself again.
 func TestWorkerReregistersAfterDeregistration(t *testing.T) {
-	_, c := startDev(t, 1, 1, nil)
+	_, _, c := devCluster(t, 1, 1)
 	ctx := ctxTimeout(t, 60*time.Second)
 	if err := c.DeregisterNode(ctx, "worker-1", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 45*time.Second, "worker registered again", func() bool {
+	poll.Eventually(t, 45*time.Second, "worker registered again", func() error {
 		n, _, err := c.Node(ctx, "worker-1", nil)
-		return err == nil && n.Status == api.NodeReady
+		if err != nil {
+			return err
+		}
+		return poll.Check(n.Status == api.NodeReady, "worker-1 is %s", n.Status)
 	})
 }

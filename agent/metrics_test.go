@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"net/http"
@@ -6,17 +6,17 @@ import (
 	"testing"
 	"time"
 
-	gometrics "github.com/hashicorp/go-metrics/compat"
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // scrapeMetrics fetches a server's /metrics and parses the text format.
-func scrapeMetrics(t *testing.T, s *Server) map[string]*dto.MetricFamily {
+func scrapeMetrics(t *testing.T, s *agent.Server) map[string]*dto.MetricFamily {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.HTTPAddr()+"/metrics", nil)
 	if err != nil {
@@ -75,8 +75,8 @@ next:
 // moved, the HTTP metrics name route templates, and raft and memberlist
 // report through the same endpoint.
 func TestMetricsAfterPlacement(t *testing.T) {
-	d, c := startDev(t, 1, 2, nil)
-	s := d.Servers[0]
+	tc, _, c := devCluster(t, 1, 2)
+	s := tc.Servers()[0]
 	ctx := ctxTimeout(t, 60*time.Second)
 	if _, err := c.CreateBundle(ctx, oneJob("fits", 1)); err != nil {
 		t.Fatal(err)
@@ -84,8 +84,11 @@ func TestMetricsAfterPlacement(t *testing.T) {
 	if _, err := c.CreateBundle(ctx, oneJob("too-big", 1000)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "one bundle placed, one unplaceable", func() bool {
-		return bundleState(t, c, "fits") == api.StatePlaced && bundleState(t, c, "too-big") == api.StateUnplaceable
+	poll.Eventually(t, 30*time.Second, "one bundle placed, one unplaceable", func() error {
+		if err := statesAre(t, c, api.StatePlaced, "fits"); err != nil {
+			return err
+		}
+		return statesAre(t, c, api.StateUnplaceable, "too-big")
 	})
 
 	fams := scrapeMetrics(t, s)
@@ -127,16 +130,6 @@ func TestMetricsAfterPlacement(t *testing.T) {
 	}
 }
 
-// counterValue reads one counter.
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
-}
-
 func hasPrefix(fams map[string]*dto.MetricFamily, prefix string) bool {
 	for name := range fams {
 		if strings.HasPrefix(name, prefix) {
@@ -144,35 +137,4 @@ func hasPrefix(fams map[string]*dto.MetricFamily, prefix string) bool {
 		}
 	}
 	return false
-}
-
-// The go-metrics sink is one per process; every server's registry shows it,
-// and creating it again neither fails nor panics.
-func TestMetricsGoMetricsSinkShared(t *testing.T) {
-	var regs []*prometheus.Registry
-	for range 2 {
-		sink, err := goMetricsSink()
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg := prometheus.NewRegistry()
-		if err := reg.Register(sink); err != nil {
-			t.Fatal(err)
-		}
-		regs = append(regs, reg)
-	}
-	gometrics.IncrCounter([]string{"raft", "metrics_test"}, 1)
-	for i, reg := range regs {
-		fams, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, f := range fams {
-			found = found || f.GetName() == "raft_metrics_test"
-		}
-		if !found {
-			t.Errorf("registry %d does not show the go-metrics counter", i)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // TestGoldPreemptsBronze: on a full cluster a gold bundle evicts exactly one
 // bronze bundle, and the eviction event names the preemptor.
 func TestGoldPreemptsBronze(t *testing.T) {
-	_, c := startDev(t, 1, 2, nil)
+	_, _, c := devCluster(t, 1, 2)
 	ctx := ctxTimeout(t, 60*time.Second)
 	for i := range 4 {
 		spec := oneJob(fmt.Sprintf("bronze-%d", i), 8)
@@ -21,20 +22,15 @@ func TestGoldPreemptsBronze(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "bronze bundles fill the cluster", func() bool {
-		for i := range 4 {
-			if bundleState(t, c, fmt.Sprintf("bronze-%d", i)) != api.StatePlaced {
-				return false
-			}
-		}
-		return true
+	poll.Eventually(t, 30*time.Second, "bronze bundles fill the cluster", func() error {
+		return statesAre(t, c, api.StatePlaced, "bronze-0", "bronze-1", "bronze-2", "bronze-3")
 	})
 	gold := oneJob("gold", 8)
 	gold.Priority = api.PriorityGold
 	if _, err := c.CreateBundle(ctx, gold); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "gold placed by preemption", func() bool { return bundleState(t, c, "gold") == api.StatePlaced })
+	poll.Eventually(t, 30*time.Second, "gold placed by preemption", func() error { return statesAre(t, c, api.StatePlaced, "gold") })
 	evicted := 0
 	for i := range 4 {
 		if s := bundleState(t, c, fmt.Sprintf("bronze-%d", i)); s != api.StatePlaced {

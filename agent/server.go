@@ -255,6 +255,9 @@ func (s *Server) watchGossip(ctx context.Context) {
 	}
 }
 
+// NodeID is the server's id in Raft and gossip.
+func (s *Server) NodeID() string { return s.cfg.NodeID }
+
 // HTTPAddr is the address the HTTP API listens on (useful with port 0).
 func (s *Server) HTTPAddr() string { return s.httpLn.Addr().String() }
 

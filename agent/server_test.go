@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"bytes"
@@ -9,21 +9,23 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 )
 
 func TestClusterElectsOneLeader(t *testing.T) {
-	c := newTestCluster(t, 3)
-	leader := c.leader()
-	for _, s := range c.servers {
-		l, err := client(t, s).Leader(ctxTimeout(t, 10*time.Second))
+	c := testcluster.New(t, 3)
+	leader := c.Leader()
+	for _, s := range c.Servers() {
+		l, err := c.Client(s).Leader(ctxTimeout(t, 10*time.Second))
 		if err != nil {
-			t.Fatalf("%s: %v", s.cfg.NodeID, err)
+			t.Fatalf("%s: %v", s.NodeID(), err)
 		}
-		if l.ID != leader.cfg.NodeID {
-			t.Fatalf("%s reports leader %s, want %s", s.cfg.NodeID, l.ID, leader.cfg.NodeID)
+		if l.ID != leader.NodeID() {
+			t.Fatalf("%s reports leader %s, want %s", s.NodeID(), l.ID, leader.NodeID())
 		}
 	}
-	peers, err := client(t, leader).Peers(ctxTimeout(t, 10*time.Second))
+	peers, err := c.Client(leader).Peers(ctxTimeout(t, 10*time.Second))
 	if err != nil || len(peers) != 3 {
 		t.Fatalf("peers %+v err %v", peers, err)
 	}
@@ -32,22 +34,22 @@ func TestClusterElectsOneLeader(t *testing.T) {
 // TestWritesForwardAndReadsLinearizable: a write on a follower reaches the
 // leader, and a default read on any server right after sees it.
 func TestWritesForwardAndReadsLinearizable(t *testing.T) {
-	c := newTestCluster(t, 3)
-	leader := c.leader()
+	c := testcluster.New(t, 3)
+	leader := c.Leader()
 	ctx := ctxTimeout(t, 20*time.Second)
-	for i, f := range c.followers(leader) {
+	for i, f := range c.Followers(leader) {
 		name := fmt.Sprintf("pool-%d", i)
-		if _, err := client(t, f).PutPool(ctx, testPool(name)); err != nil {
-			t.Fatalf("write on follower %s: %v", f.cfg.NodeID, err)
+		if _, err := c.Client(f).PutPool(ctx, testPool(name)); err != nil {
+			t.Fatalf("write on follower %s: %v", f.NodeID(), err)
 		}
-		for _, s := range c.servers {
-			p, _, err := client(t, s).Pool(ctx, name, nil)
+		for _, s := range c.Servers() {
+			p, _, err := c.Client(s).Pool(ctx, name, nil)
 			if err != nil || p.Name != name {
-				t.Fatalf("read on %s right after the write: %+v %v", s.cfg.NodeID, p, err)
+				t.Fatalf("read on %s right after the write: %+v %v", s.NodeID(), p, err)
 			}
 		}
 	}
-	if got := leader.fsm.State().Pool("pool-0"); got == nil {
+	if got := leader.FSM().State().Pool("pool-0"); got == nil {
 		t.Fatal("forwarded write is not in the leader's state")
 	}
 }
@@ -55,13 +57,13 @@ func TestWritesForwardAndReadsLinearizable(t *testing.T) {
 // TestLeaderLossKeepsAcknowledgedWrites: kill the leader; a new one is
 // elected and every acknowledged write is present.
 func TestLeaderLossKeepsAcknowledgedWrites(t *testing.T) {
-	c := newTestCluster(t, 3)
-	leader := c.leader()
+	c := testcluster.New(t, 3)
+	leader := c.Leader()
 	ctx := ctxTimeout(t, 30*time.Second)
 	var acked []string
 	for i := range 20 {
 		name := fmt.Sprintf("p%02d", i)
-		if _, err := client(t, c.servers[i%3]).PutPool(ctx, testPool(name)); err == nil {
+		if _, err := c.Client(c.Servers()[i%3]).PutPool(ctx, testPool(name)); err == nil {
 			acked = append(acked, name)
 		}
 	}
@@ -69,18 +71,18 @@ func TestLeaderLossKeepsAcknowledgedWrites(t *testing.T) {
 		t.Fatalf("only %d of 20 writes acknowledged with a healthy cluster", len(acked))
 	}
 	_ = leader.Kill()
-	next := c.leader(leader)
+	next := c.Leader(leader)
 	if next == leader {
 		t.Fatal("killed leader still leads")
 	}
-	for _, s := range c.followers(leader) {
+	for _, s := range c.Followers(leader) {
 		for _, name := range acked {
-			if _, _, err := client(t, s).Pool(ctx, name, nil); err != nil {
-				t.Fatalf("acknowledged pool %s missing on %s: %v", name, s.cfg.NodeID, err)
+			if _, _, err := c.Client(s).Pool(ctx, name, nil); err != nil {
+				t.Fatalf("acknowledged pool %s missing on %s: %v", name, s.NodeID(), err)
 			}
 		}
 	}
-	if _, err := client(t, next).PutPool(ctx, testPool("after")); err != nil {
+	if _, err := c.Client(next).PutPool(ctx, testPool("after")); err != nil {
 		t.Fatalf("write after failover: %v", err)
 	}
 }
@@ -88,25 +90,25 @@ func TestLeaderLossKeepsAcknowledgedWrites(t *testing.T) {
 // TestPartitionedLeaderRefusesDefaultReads: a leader cut off from its peers
 // must not serve a default read; ?stale is served with the contact headers.
 func TestPartitionedLeaderRefusesDefaultReads(t *testing.T) {
-	c := newTestCluster(t, 3)
-	old := c.leader()
+	c := testcluster.New(t, 3)
+	old := c.Leader()
 	ctx := ctxTimeout(t, 30*time.Second)
-	if _, err := client(t, old).PutPool(ctx, testPool("before")); err != nil {
+	if _, err := c.Client(old).PutPool(ctx, testPool("before")); err != nil {
 		t.Fatal(err)
 	}
-	c.isolate(old)
-	next := c.leader(old)
-	if _, err := client(t, next).PutPool(ctx, testPool("after")); err != nil {
+	c.Isolate(old)
+	next := c.Leader(old)
+	if _, err := c.Client(next).PutPool(ctx, testPool("after")); err != nil {
 		t.Fatalf("majority write: %v", err)
 	}
 
 	short := ctxTimeout(t, 5*time.Second)
-	_, _, err := client(t, old).Pool(short, "after", nil)
+	_, _, err := c.Client(old).Pool(short, "after", nil)
 	var apiErr *api.Error
 	if err == nil || !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
 		t.Fatalf("default read on the isolated old leader: want 503, got %v", err)
 	}
-	p, meta, err := client(t, old).Pool(ctx, "before", &api.QueryOptions{Stale: true})
+	p, meta, err := c.Client(old).Pool(ctx, "before", &api.QueryOptions{Stale: true})
 	if err != nil || p.Name != "before" {
 		t.Fatalf("stale read on the isolated server: %+v %v", p, err)
 	}
@@ -118,10 +120,10 @@ func TestPartitionedLeaderRefusesDefaultReads(t *testing.T) {
 // TestSnapshotSaveRestore: an operator snapshot restores the whole state,
 // discarding what was written after it, on every server.
 func TestSnapshotSaveRestore(t *testing.T) {
-	c := newTestCluster(t, 3)
-	leader := c.leader()
+	c := testcluster.New(t, 3)
+	leader := c.Leader()
 	ctx := ctxTimeout(t, 30*time.Second)
-	cl := client(t, c.followers(leader)[0])
+	cl := c.Client(c.Followers(leader)[0])
 	if _, err := cl.PutPool(ctx, testPool("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +137,13 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	if err := cl.SnapshotRestore(ctx, bytes.NewReader(buf.Bytes())); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
-	for _, s := range c.servers {
-		sc := client(t, s)
+	for _, s := range c.Servers() {
+		sc := c.Client(s)
 		if _, _, err := sc.Pool(ctx, "kept", nil); err != nil {
-			t.Fatalf("%s lost the snapshotted pool: %v", s.cfg.NodeID, err)
+			t.Fatalf("%s lost the snapshotted pool: %v", s.NodeID(), err)
 		}
 		if _, _, err := sc.Pool(ctx, "dropped", nil); !api.IsCode(err, api.CodeNotFound) {
-			t.Fatalf("%s still has the pool written after the snapshot: %v", s.cfg.NodeID, err)
+			t.Fatalf("%s still has the pool written after the snapshot: %v", s.NodeID(), err)
 		}
 	}
 	if err := cl.SnapshotRestore(ctx, bytes.NewReader([]byte("garbage"))); err == nil {
@@ -153,15 +155,15 @@ func TestSnapshotSaveRestore(t *testing.T) {
 // snapshots and truncates its log catches up through InstallSnapshot, which
 // runs FSM.Restore on a non-empty state.
 func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
-	c := newTestCluster(t, 3)
-	leader := c.leader()
-	lagging := c.followers(leader)[0]
+	c := testcluster.New(t, 3)
+	leader := c.Leader()
+	lagging := c.Followers(leader)[0]
 	ctx := ctxTimeout(t, 60*time.Second)
-	lc := client(t, leader)
+	lc := c.Client(leader)
 	if _, err := lc.PutPool(ctx, testPool("early")); err != nil {
 		t.Fatal(err)
 	}
-	c.isolate(lagging)
+	c.Isolate(lagging)
 	for i := range 100 {
 		if _, err := lc.PutPool(ctx, testPool(fmt.Sprintf("late-%03d", i))); err != nil {
 			t.Fatal(err)
@@ -170,16 +172,12 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 	if err := leader.Raft().Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
-	c.heal(lagging)
-	deadline := time.Now().Add(30 * time.Second)
-	for lagging.fsm.State().Pool("late-099") == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("lagging follower never caught up")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if leader.fsm.State().Index() != lagging.fsm.State().Index() {
-		t.Fatalf("indexes differ after catch-up: leader %d follower %d", leader.fsm.State().Index(), lagging.fsm.State().Index())
+	c.Heal(lagging)
+	poll.Eventually(t, 30*time.Second, "the lagging follower to catch up", func() error {
+		return poll.Check(lagging.FSM().State().Pool("late-099") != nil, "%s applied up to %d", lagging.NodeID(), lagging.Store().AppliedIndex())
+	})
+	if leader.FSM().State().Index() != lagging.FSM().State().Index() {
+		t.Fatalf("indexes differ after catch-up: leader %d follower %d", leader.FSM().State().Index(), lagging.FSM().State().Index())
 	}
 	if got := lagging.Raft().Stats()["last_snapshot_index"]; got == "0" {
 		t.Fatal("the follower caught up without installing a snapshot")
@@ -190,45 +188,43 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 // once all have applied the same writes the digests match, and a further
 // write changes it.
 func TestStateDigestAgreesAcrossServers(t *testing.T) {
-	c := newTestCluster(t, 3)
-	leader := c.leader()
+	c := testcluster.New(t, 3)
+	leader := c.Leader()
 	ctx := ctxTimeout(t, 20*time.Second)
 	digests := func() map[string]*api.StateDigest {
 		out := map[string]*api.StateDigest{}
-		for _, s := range c.servers {
-			d, err := client(t, s).StateDigest(ctx)
+		for _, s := range c.Servers() {
+			d, err := c.Client(s).StateDigest(ctx)
 			if err != nil {
-				t.Fatalf("digest of %s: %v", s.cfg.NodeID, err)
+				t.Fatalf("digest of %s: %v", s.NodeID(), err)
 			}
-			if d.ServerID != s.cfg.NodeID {
-				t.Fatalf("asked %s, answered by %s: the digest must never be forwarded", s.cfg.NodeID, d.ServerID)
+			if d.ServerID != s.NodeID() {
+				t.Fatalf("asked %s, answered by %s: the digest must never be forwarded", s.NodeID(), d.ServerID)
 			}
-			out[s.cfg.NodeID] = d
+			out[s.NodeID()] = d
 		}
 		return out
 	}
 	converged := func() string {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		var digest string
+		poll.Eventually(t, 10*time.Second, "the servers' digests to agree", func() error {
 			ds := digests()
-			first := ds[leader.cfg.NodeID]
-			same := true
+			first := ds[leader.NodeID()]
 			for _, d := range ds {
-				same = same && d.Index == first.Index && d.Digest == first.Digest
+				if d.Index != first.Index || d.Digest != first.Digest {
+					return fmt.Errorf("%s has %d %s, the leader %d %s", d.ServerID, d.Index, d.Digest, first.Index, first.Digest)
+				}
 			}
-			if same {
-				return first.Digest
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		t.Fatalf("digests never agreed: %+v", digests())
-		return ""
+			digest = first.Digest
+			return nil
+		})
+		return digest
 	}
-	if _, err := client(t, leader).PutPool(ctx, testPool("a")); err != nil {
+	if _, err := c.Client(leader).PutPool(ctx, testPool("a")); err != nil {
 		t.Fatal(err)
 	}
 	before := converged()
-	if _, err := client(t, leader).PutPool(ctx, testPool("b")); err != nil {
+	if _, err := c.Client(leader).PutPool(ctx, testPool("b")); err != nil {
 		t.Fatal(err)
 	}
 	if after := converged(); after == before {

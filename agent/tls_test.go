@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"context"
@@ -7,19 +7,29 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/internal/certs"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 	"github.com/amserver/amserver/raftstore"
 	"github.com/amserver/amserver/worker"
 )
+
+// tlsCluster is n servers on TCP Raft and gossip with the given TLS files,
+// at twice the LAN timeouts (handshakes on a loaded machine).
+func tlsCluster(t *testing.T, n int, files func() certs.Files) *testcluster.Cluster {
+	return testcluster.New(t, n, testcluster.TCP(), testcluster.Configure(func(_ int, cfg *agent.Config) {
+		cfg.TimeoutScale, cfg.TLS = 2, files()
+	}))
+}
 
 // testPKI is a CA in a temporary directory that issues certificates.
 type testPKI struct {
@@ -75,62 +85,7 @@ func (p *testPKI) clientTLS() *tls.Config {
 	return tc.ServerClient()
 }
 
-// startCluster starts n servers over real TCP Raft transports, bolt stores
-// and loopback gossip, bootstrapped through gossip; tweak adjusts each
-// server's configuration.
-func startCluster(t *testing.T, n int, tweak func(i int, cfg *Config)) []*Server {
-	t.Helper()
-	dir := t.TempDir()
-	var servers []*Server
-	var join []string
-	for i := range n {
-		cfg := Config{
-			NodeID: fmt.Sprintf("s%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i)),
-			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: n, Join: join,
-			TimeoutScale: 2,
-		}
-		cfg.Gossip = gossip.DefaultConfig()
-		cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0
-		if tweak != nil {
-			tweak(i, &cfg)
-		}
-		s := startServer(t, cfg)
-		servers = append(servers, s)
-		join = append(join, s.gossip.LocalAddr())
-	}
-	waitLeader(t, servers)
-	return servers
-}
-
-func startServer(t *testing.T, cfg Config) *Server {
-	t.Helper()
-	s, err := NewServer(cfg, Deps{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Kill() })
-	return s
-}
-
-func waitLeader(t *testing.T, servers []*Server) *Server {
-	t.Helper()
-	var leader *Server
-	eventually(t, 30*time.Second, "a ready leader", func() bool {
-		for _, s := range servers {
-			if s.store.IsLeader() && s.store.Ready() {
-				leader = s
-				return true
-			}
-		}
-		return false
-	})
-	return leader
-}
-
-func raftServers(t *testing.T, s *Server) []string {
+func raftServers(t *testing.T, s *agent.Server) []string {
 	t.Helper()
 	f := s.Raft().GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -151,14 +106,10 @@ func raftServers(t *testing.T, s *Server) []string {
 // gets nowhere.
 func TestHTTPSClusterEndToEnd(t *testing.T) {
 	pki := newTestPKI(t)
-	servers := startCluster(t, 3, func(_ int, cfg *Config) { cfg.TLS = pki.files(true, true) })
-	leader := waitLeader(t, servers)
-	var follower *Server
-	for _, s := range servers {
-		if s != leader {
-			follower = s
-		}
-	}
+	c := tlsCluster(t, 3, func() certs.Files { return pki.files(true, true) })
+	leader := c.Leader()
+	followers := c.Followers(leader)
+	follower := followers[len(followers)-1]
 	ctx := ctxTimeout(t, 20*time.Second)
 	fc, err := api.New(follower.HTTPURL(), api.WithTLSConfig(pki.clientTLS()))
 	if err != nil {
@@ -167,7 +118,7 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 	if _, err := fc.PutPool(ctx, api.Pool{Name: "tls"}); err != nil {
 		t.Fatalf("write through a follower over https: %v", err)
 	}
-	if leader.store.State().Pool("tls") == nil {
+	if leader.Store().State().Pool("tls") == nil {
 		t.Fatal("the forwarded write did not reach the leader's state")
 	}
 	l, err := fc.Leader(ctx)
@@ -177,7 +128,7 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(l.HTTPAddr, "https://") {
 		t.Errorf("leader httpAddr %q has no https scheme", l.HTTPAddr)
 	}
-	for _, m := range follower.gossip.Members() {
+	for _, m := range follower.Gossip().Members() {
 		if !strings.HasPrefix(m.Meta.HTTPAddr, "https://") {
 			t.Errorf("member %s publishes %q", m.Name, m.Meta.HTTPAddr)
 		}
@@ -192,20 +143,13 @@ func TestHTTPSClusterEndToEnd(t *testing.T) {
 		t.Error("a client without a certificate was served although verify-incoming is on")
 	}
 
-	w, err := worker.New(worker.Config{
+	c.StartWorker(worker.Config{
 		NodeID: "w1", Inventory: api.NodeSpec{Pool: "tls", TotalCapacity: 4},
-		Join: []string{leader.gossip.LocalAddr()}, Gossip: loopbackGossip(), TLS: pki.files(false, false),
+		Join: []string{leader.Gossip().LocalAddr()}, TLS: pki.files(false, false),
 		PollWait: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Kill() })
-	eventually(t, 15*time.Second, "the worker to register over https", func() bool {
-		return leader.store.State().Node("w1") != nil
+	poll.Eventually(t, 15*time.Second, "the worker to register over https", func() error {
+		return poll.Check(leader.Store().State().Node("w1") != nil, "no node w1 in the leader's state")
 	})
 }
 
@@ -218,12 +162,6 @@ func mustPool(t *testing.T, caFile string) *x509.CertPool {
 	return pool
 }
 
-func loopbackGossip() gossip.Config {
-	gc := gossip.DefaultConfig()
-	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
-	return gc
-}
-
 // TestRaftRefusesServersWithoutAValidCertificate: a server whose
 // certificate comes from another CA, and one that presents a client
 // certificate of the right CA, join gossip but never Raft. The leader's
@@ -231,65 +169,64 @@ func loopbackGossip() gossip.Config {
 // keeps its three servers while the reconciler keeps seeing them.
 func TestRaftRefusesServersWithoutAValidCertificate(t *testing.T) {
 	pki, other := newTestPKI(t), newTestPKI(t)
-	servers := startCluster(t, 3, func(_ int, cfg *Config) { cfg.TLS = pki.files(true, false) })
-	leader := waitLeader(t, servers)
+	c := tlsCluster(t, 3, func() certs.Files { return pki.files(true, false) })
+	servers, leader := c.Servers(), c.Leader()
 	bad := map[string]certs.Files{
 		"s4": other.files(true, false), // a server certificate of another CA
 		"s5": pki.files(false, false),  // a client certificate of the cluster's CA
 	}
-	var intruders []*Server
+	var intruders []*agent.Server
 	for _, id := range []string{"s4", "s5"} {
-		cfg := Config{
-			NodeID: id, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0",
-			BootstrapExpect: 3, Join: []string{leader.gossip.LocalAddr()}, TimeoutScale: 2,
-			Gossip: loopbackGossip(), TLS: bad[id],
-		}
-		intruders = append(intruders, startServer(t, cfg))
+		intruders = append(intruders, c.AddServer(func(cfg *agent.Config) {
+			cfg.NodeID, cfg.Join, cfg.TLS = id, []string{leader.Gossip().LocalAddr()}, bad[id]
+		}))
 	}
-	eventually(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() bool {
+	poll.Eventually(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() error {
 		for _, s := range intruders {
-			if m, ok := leader.gossip.Member(s.cfg.NodeID); !ok || m.Status != gossip.StatusAlive {
-				return false
+			if m, ok := leader.Gossip().Member(s.NodeID()); !ok || m.Status != gossip.StatusAlive {
+				return fmt.Errorf("the leader sees %s as %q (known %v)", s.NodeID(), m.Status, ok)
 			}
 		}
-		return true
+		return nil
 	})
 	for _, s := range intruders {
 		addr := s.Store().LocalAddr()
 		err := leader.Store().ProbePeer(addr)
 		var ve *tls.CertificateVerificationError
 		if !errors.As(err, &ve) && !errors.Is(err, certs.ErrNotServer) {
-			t.Errorf("leader's probe of %s: %v, want a certificate verification error", s.cfg.NodeID, err)
+			t.Errorf("leader's probe of %s: %v, want a certificate verification error", s.NodeID(), err)
 		}
 		// The intruder's own certificate on a transport of its own: its
 		// vote request must not reach the leader's Raft.
-		tc, err := certs.LoadServer(bad[s.cfg.NodeID])
+		tc, err := certs.LoadServer(bad[s.NodeID()])
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, err := raftstore.NewTransport(raftstore.Config{NodeID: s.cfg.NodeID, RaftAddr: "127.0.0.1:0", TLS: tc})
+		tr, err := raftstore.NewTransport(raftstore.Config{NodeID: s.NodeID(), RaftAddr: "127.0.0.1:0", TLS: tc})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var resp raft.RequestVoteResponse
-		req := raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(s.cfg.NodeID), Addr: []byte(addr)}, Term: 1 << 40}
-		err = tr.RequestVote(raft.ServerID(leader.cfg.NodeID), raft.ServerAddress(leader.Store().LocalAddr()), &req, &resp)
+		req := raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(s.NodeID()), Addr: []byte(addr)}, Term: 1 << 40}
+		err = tr.RequestVote(raft.ServerID(leader.NodeID()), raft.ServerAddress(leader.Store().LocalAddr()), &req, &resp)
 		_ = tr.(interface{ Close() error }).Close()
 		if err == nil {
-			t.Errorf("%s's RequestVote reached the leader over Raft", s.cfg.NodeID)
+			t.Errorf("%s's RequestVote reached the leader over Raft", s.NodeID())
 		}
 	}
-	// The reconciler runs every second; give it several passes.
+	// The reconciler runs every second: over several of its passes, which
+	// leave nothing to wait for, the intruders must never be added. The
+	// sleep lets that time pass on purpose.
 	deadline := time.Now().Add(4 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range servers {
 			if ids := raftServers(t, s); len(ids) != 3 {
-				t.Fatalf("%s's raft configuration is %v, want only s1..s3", s.cfg.NodeID, ids)
+				t.Fatalf("%s's raft configuration is %v, want only s1..s3", s.NodeID(), ids)
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if l := waitLeader(t, servers); l.Raft().CurrentTerm() >= 1<<40 {
+	if l := c.Leader(intruders...); l.Raft().CurrentTerm() >= 1<<40 {
 		t.Error("the intruder's vote request changed the cluster's term")
 	}
 }
@@ -300,8 +237,7 @@ func TestRaftTLSHandshakeDoesNotHang(t *testing.T) {
 	pki := newTestPKI(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	servers := startCluster(t, 1, func(_ int, cfg *Config) { cfg.TLS = pki.files(true, false) })
-	s := servers[0]
+	s := tlsCluster(t, 1, func() certs.Files { return pki.files(true, false) }).Servers()[0]
 	var d net.Dialer
 	for range 20 { // silent connections, held open
 		c, err := d.DialContext(ctx, "tcp", s.Store().LocalAddr())

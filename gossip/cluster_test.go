@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // testNode is one in-process member with its event history.
@@ -130,33 +132,30 @@ func startCluster(t *testing.T, n int, faults bool) []*testNode {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "everyone sees everyone alive", func() bool {
+	poll.Eventually(t, 10*time.Second, "everyone sees everyone alive", func() error {
 		for _, a := range nodes {
 			for _, b := range nodes {
-				if a.status(b.name()) != StatusAlive {
-					return false
+				if st := a.status(b.name()); st != StatusAlive {
+					return fmt.Errorf("%s sees %s as %q", a.name(), b.name(), st)
 				}
 			}
 		}
-		return true
+		return nil
 	})
 	return nodes
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	tick := time.NewTicker(25 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out after %s waiting for: %s", timeout, what)
-		case <-tick.C:
+// views is how each node sees each other one, for failure messages.
+func views(nodes ...*testNode) string {
+	var out []string
+	for _, a := range nodes {
+		for _, b := range nodes {
+			if a != b {
+				out = append(out, fmt.Sprintf("%s→%s %s", a.name(), b.name(), a.status(b.name())))
+			}
 		}
 	}
+	return strings.Join(out, ", ")
 }
 
 func TestClusterMembersAndMeta(t *testing.T) {
@@ -190,14 +189,14 @@ func TestClusterMembersAndMeta(t *testing.T) {
 	if err := target.g.UpdateMeta(ctx, newMeta); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "metadata update propagates", func() bool {
+	poll.Eventually(t, 10*time.Second, "metadata update propagates", func() error {
 		for _, obs := range nodes {
 			m, _ := obs.g.Member(target.name())
 			if !metaEqual(m.Meta, newMeta) || !obs.saw(target.name(), MemberUpdate) {
-				return false
+				return fmt.Errorf("%s sees meta %+v after events %v", obs.name(), m.Meta, obs.events(target.name()))
 			}
 		}
-		return true
+		return nil
 	})
 
 	// Oversized metadata is refused locally, without a memberlist panic, and
@@ -219,13 +218,13 @@ func TestSuspectThenDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	observers := nodes[:2]
-	waitFor(t, 15*time.Second, "observers see the stopped node dead", func() bool {
+	poll.Eventually(t, 15*time.Second, "observers see the stopped node dead", func() error {
 		for _, obs := range observers {
 			if obs.status(victim.name()) != StatusDead || !obs.saw(victim.name(), MemberDead) {
-				return false
+				return fmt.Errorf("%s sees %s as %q after events %v", obs.name(), victim.name(), obs.status(victim.name()), obs.events(victim.name()))
 			}
 		}
-		return true
+		return nil
 	})
 	// Suspicion is observed from a node's own failed probe; in a 3-node
 	// cluster at least one observer probes the victim before it is declared dead.
@@ -259,8 +258,9 @@ func TestGracefulLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, obs := range nodes[:2] {
-		waitFor(t, 10*time.Second, obs.name()+" sees the leaver left", func() bool {
-			return obs.status(leaver.name()) == StatusLeft && obs.saw(leaver.name(), MemberLeft)
+		poll.Eventually(t, 10*time.Second, obs.name()+" sees the leaver left", func() error {
+			return poll.Check(obs.status(leaver.name()) == StatusLeft && obs.saw(leaver.name(), MemberLeft),
+				"status %q after events %v", obs.status(leaver.name()), obs.events(leaver.name()))
 		})
 		if obs.saw(leaver.name(), MemberDead) {
 			t.Fatalf("%s reported a graceful leave as dead: %v", obs.name(), obs.events(leaver.name()))
@@ -272,15 +272,15 @@ func TestPartitionAndHeal(t *testing.T) {
 	nodes := startCluster(t, 3, true)
 	a, b, c := nodes[0], nodes[1], nodes[2]
 	Partition([]*FaultTransport{c.ft}, []*FaultTransport{a.ft, b.ft})
-	waitFor(t, 15*time.Second, "both sides see the other dead", func() bool {
-		return a.status(c.name()) == StatusDead && b.status(c.name()) == StatusDead &&
+	poll.Eventually(t, 15*time.Second, "both sides see the other dead", func() error {
+		return poll.Check(a.status(c.name()) == StatusDead && b.status(c.name()) == StatusDead &&
 			c.status(a.name()) == StatusDead && c.status(b.name()) == StatusDead &&
-			a.status(b.name()) == StatusAlive
+			a.status(b.name()) == StatusAlive, "views: %s", views(a, b, c))
 	})
 	Heal(a.ft, b.ft, c.ft)
-	waitFor(t, 20*time.Second, "the partition merges again", func() bool {
-		return a.status(c.name()) == StatusAlive && b.status(c.name()) == StatusAlive &&
-			c.status(a.name()) == StatusAlive && c.status(b.name()) == StatusAlive
+	poll.Eventually(t, 20*time.Second, "the partition merges again", func() error {
+		return poll.Check(a.status(c.name()) == StatusAlive && b.status(c.name()) == StatusAlive &&
+			c.status(a.name()) == StatusAlive && c.status(b.name()) == StatusAlive, "views: %s", views(a, b, c))
 	})
 	for _, obs := range []*testNode{a, b} {
 		evs := obs.events(c.name())

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/amserver/amserver/internal/poll"
 )
 
 func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
@@ -85,16 +87,17 @@ func watchStep(t *testing.T, members []*Gossip, step string, keys [][]byte, prim
 		}
 	}
 	slices.Sort(want[1:])
-	deadline := time.Now().Add(10 * time.Second)
-	settled := time.Time{}
-	for settled.IsZero() || time.Since(settled) < 1500*time.Millisecond {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: fingerprints did not reach every member", step)
-		}
+	// The step has 10 s: the fingerprints must spread in what the settling
+	// time leaves of it.
+	const settle = 1500 * time.Millisecond
+	poll.Eventually(t, 10*time.Second-settle, step+": fingerprints at every member", func() error {
 		allAliveEverywhere(t, members, step)
-		if settled.IsZero() && everyoneReports(members, want) {
-			settled = time.Now()
-		}
+		return poll.Check(everyoneReports(members, want), "not every member reports %v", want)
+	})
+	// Then nobody may be suspected while the step settles: the time passes
+	// on purpose, and the sleep paces the checks.
+	for end := time.Now().Add(settle); time.Now().Before(end); {
+		allAliveEverywhere(t, members, step)
 		time.Sleep(50 * time.Millisecond)
 	}
 }
@@ -127,13 +130,13 @@ func TestKeyringRotationKeepsMembersAlive(t *testing.T) {
 		}
 		members = append(members, g)
 	}
-	waitFor(t, 10*time.Second, "the pool to form", func() bool {
+	poll.Eventually(t, 10*time.Second, "the pool to form", func() error {
 		for _, g := range members {
-			if g.NumMembers() != 3 {
-				return false
+			if n := g.NumMembers(); n != 3 {
+				return fmt.Errorf("%s sees %d members", g.LocalName(), n)
 			}
 		}
-		return true
+		return nil
 	})
 	watchStep(t, members, "install", [][]byte{k1, k2}, k1)
 	watchStep(t, members, "use", [][]byte{k1, k2}, k2)

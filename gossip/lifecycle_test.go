@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amserver/amserver/internal/poll"
 )
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
@@ -118,9 +120,9 @@ func TestEncryptedPoolRejectsWrongKey(t *testing.T) {
 	if _, err := b.Join(ctx, []string{a.LocalAddr()}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "same-key members see each other", func() bool {
+	poll.Eventually(t, 10*time.Second, "same-key members see each other", func() error {
 		m, _ := a.Member("b")
-		return m.Status == StatusAlive
+		return poll.Check(m.Status == StatusAlive, "a sees b as %q", m.Status)
 	})
 
 	intruder := start("x", []byte("fedcba9876543210"))

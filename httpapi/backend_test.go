@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/ledger"
 	"github.com/amserver/amserver/raftstore"
 )
@@ -23,7 +25,8 @@ import (
 // testBackend is a Backend around a real FSM that applies commands with
 // consecutive raft indexes. It can play leader, follower or leaderless.
 type testBackend struct {
-	fsm *fsm.FSM
+	fsm     *fsm.FSM
+	watches atomic.Int64 // WatchCh calls: a blocking read takes one before it blocks
 
 	mu          sync.Mutex
 	id          string
@@ -76,10 +79,23 @@ func (b *testBackend) set(fn func(b *testBackend)) {
 	fn(b)
 }
 
-func (b *testBackend) State() *fsm.State        { return b.fsm.State() }
-func (b *testBackend) WatchCh() <-chan struct{} { return b.fsm.WatchCh() }
-func (b *testBackend) ServerID() string         { return b.id }
-func (b *testBackend) Now() time.Time           { return time.Unix(1_800_000_000, 0) }
+func (b *testBackend) State() *fsm.State { return b.fsm.State() }
+func (b *testBackend) WatchCh() <-chan struct{} {
+	b.watches.Add(1)
+	return b.fsm.WatchCh()
+}
+
+// waitWatching waits until a read started after the backend counted
+// before WatchCh calls has taken a watch channel: any change from then on
+// wakes it, so a test can change the state knowing the read is blocked.
+func (b *testBackend) waitWatching(t *testing.T, before int64) {
+	t.Helper()
+	poll.Eventually(t, 10*time.Second, "the read to block", func() error {
+		return poll.Check(b.watches.Load() > before, "%d WatchCh calls, as before the read", b.watches.Load())
+	})
+}
+func (b *testBackend) ServerID() string { return b.id }
+func (b *testBackend) Now() time.Time   { return time.Unix(1_800_000_000, 0) }
 
 func (b *testBackend) Apply(ctx context.Context, t fsm.MessageType, body any) (*fsm.Result, error) {
 	b.mu.Lock()

@@ -69,17 +69,22 @@ func TestBlockingQueryTimesOut(t *testing.T) {
 	idx, body := e.get("/v1/bundles")
 	// A change to another table does not answer a bundles query early, and
 	// the answer after the wait carries the same index and body.
-	applied := make(chan error, 1)
+	type answer struct {
+		idx  uint64
+		body []byte
+	}
+	answered := make(chan answer, 1)
+	before := e.b.watches.Load()
 	go func() {
-		time.Sleep(20 * time.Millisecond)
-		_, err := e.b.Apply(context.Background(), fsm.NodeCordonType, fsm.NodeFlagRequest{NodeID: "n1", On: true})
-		applied <- err
+		got, again := e.get(fmt.Sprintf("/v1/bundles?index=%d&wait=200ms", idx))
+		answered <- answer{got, again}
 	}()
-	got, again := e.get(fmt.Sprintf("/v1/bundles?index=%d&wait=200ms", idx))
-	if err := <-applied; err != nil {
+	e.b.waitWatching(t, before)
+	if _, err := e.b.Apply(context.Background(), fsm.NodeCordonType, fsm.NodeFlagRequest{NodeID: "n1", On: true}); err != nil {
 		t.Fatal(err)
 	}
-	if got != idx || !bytes.Equal(again, body) {
+	a := <-answered
+	if got, again := a.idx, a.body; got != idx || !bytes.Equal(again, body) {
 		t.Fatalf("after the wait: index %d body %s, want %d %s", got, again, idx, body)
 	}
 	// The index never goes below what the client already saw.
@@ -102,11 +107,12 @@ func TestBlockingQueryAcrossRestore(t *testing.T) {
 	retag(t, e.b, "b1", "audio")
 	idx, _ := e.get("/v1/bundles/b1")
 	got := make(chan uint64, 1)
+	before := e.b.watches.Load()
 	go func() {
 		i, _ := e.get(fmt.Sprintf("/v1/bundles/b1?index=%d&wait=1m", idx))
 		got <- i
 	}()
-	time.Sleep(50 * time.Millisecond) // let it block; correctness does not depend on it
+	e.b.waitWatching(t, before)
 	if err := e.b.RestoreSnapshot(context.Background(), &snap); err != nil {
 		t.Fatal(err)
 	}
@@ -149,11 +155,12 @@ func TestBlockingQueryEndsOnStop(t *testing.T) {
 	e := leaderEnv(t)
 	idx, _ := e.get("/v1/pools")
 	got := make(chan uint64, 1)
+	before := e.b.watches.Load()
 	go func() {
 		i, _ := e.get(fmt.Sprintf("/v1/pools?index=%d&wait=5m", idx))
 		got <- i
 	}()
-	time.Sleep(20 * time.Millisecond)
+	e.b.waitWatching(t, before)
 	e.s.stop()
 	select {
 	case i := <-got:

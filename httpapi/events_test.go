@@ -12,6 +12,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // rawStream is GET /v1/events read line by line, keep-alives included.
@@ -112,10 +113,18 @@ func TestEventsKeepAlive(t *testing.T) {
 	defer cancel()
 	got := make(chan api.Event, 4)
 	ended := make(chan error, 1)
+	seen := &countingTransport{}
+	client, err := api.New(e.hs.URL, api.WithMaxRetries(0), api.WithHTTPClient(seen.client()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		ended <- e.c.Events(c, b.State().Index(), func(ev api.Event) error { got <- ev; return nil })
+		ended <- client.Events(c, b.State().Index(), func(ev api.Event) error { got <- ev; return nil })
 	}()
-	time.Sleep(100 * time.Millisecond) // several keep-alives go by first; the outcome does not depend on it
+	// Nothing but keep-alives (one newline each) is sent before the cordon.
+	poll.Eventually(t, 10*time.Second, "several keep-alives to reach the client", func() error {
+		return poll.Check(seen.bodyBytes.Load() >= 3, "%d bytes read", seen.bodyBytes.Load())
+	})
 	idx := cordon(t, b, true)
 	select {
 	case ev := <-got:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/raftstore"
 )
 
@@ -165,16 +166,27 @@ func TestNoLeader(t *testing.T) {
 	// The client retries idempotent requests until a leader appears.
 	l := leaderEnv(t)
 	seedCluster(t, l.b)
-	c, err := api.New(e.hs.URL, api.WithMaxRetries(10))
+	seen := &countingTransport{}
+	c, err := api.New(e.hs.URL, api.WithMaxRetries(10), api.WithHTTPClient(seen.client()))
 	if err != nil {
 		t.Fatal(err)
 	}
+	type answer struct {
+		pools []api.Pool
+		err   error
+	}
+	answered := make(chan answer, 1)
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		e.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: l.hs.URL}, 0)
+		pools, _, err := c.Pools(ctx(t), nil)
+		answered <- answer{pools, err}
 	}()
-	if pools, _, err := c.Pools(ctx(t), nil); err != nil || len(pools) != 1 {
-		t.Fatalf("retried read = %+v, %v", pools, err)
+	// The leader appears only once the client has been told there is none.
+	poll.Eventually(t, 10*time.Second, "a noLeader answer to the client", func() error {
+		return poll.Check(seen.unavailable.Load() > 0, "no 503 yet")
+	})
+	e.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: l.hs.URL}, 0)
+	if a := <-answered; a.err != nil || len(a.pools) != 1 {
+		t.Fatalf("retried read = %+v, %v", a.pools, a.err)
 	}
 }
 

@@ -74,6 +74,7 @@ func TestKeyringListing(t *testing.T) {
 	}
 	// A blocking query wakes when the keyring changes.
 	done := make(chan *api.Keyring, 1)
+	before := e.b.watches.Load()
 	go func() {
 		k, _, err := e.c.Keyring(ctx(t), true, &api.QueryOptions{Index: meta.Index, Wait: 10 * time.Second})
 		if err != nil {
@@ -81,7 +82,7 @@ func TestKeyringListing(t *testing.T) {
 		}
 		done <- k
 	}()
-	time.Sleep(50 * time.Millisecond)
+	e.b.waitWatching(t, before)
 	e.b.mustApply(t, fsm.KeyringType, fsm.KeyringRequest{Op: fsm.KeyringUse, Key: gkey(2)})
 	select {
 	case k := <-done:

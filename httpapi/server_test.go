@@ -31,11 +31,12 @@ func TestServeShutsDownGracefully(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocked := make(chan error, 1)
+	before := b.watches.Load()
 	go func() {
 		_, _, err := c.Pools(ctx(t), &api.QueryOptions{Index: meta.Index, Wait: 5 * time.Minute})
 		blocked <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // let the query block; the outcome does not depend on it
+	b.waitWatching(t, before)
 	stop()
 	select {
 	case err := <-served:

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -9,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 )
 
 // xssTag is user input that would run script if the UI ever rendered
@@ -26,10 +28,8 @@ func TestBrowserUI(t *testing.T) {
 	// loaded one under -race, 2 runs of 3 did not see every worker ready
 	// within 45 s. AMSERVER_UI_SERVERS=3 loads the page from a follower.
 	servers, workers := devServers(t), 6
-	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Servers: servers, Workers: workers})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := testcluster.New(t, servers, testcluster.TCP())
+	d.StartWorkers(workers, nil) // the dev cluster's workers
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -37,7 +37,8 @@ func TestBrowserUI(t *testing.T) {
 			t.Errorf("dev cluster shutdown: %v", err)
 		}
 	})
-	c, err := api.New(d.HTTPAddr())
+	first := d.Servers()[0]
+	c, err := api.New(first.HTTPAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +49,8 @@ func TestBrowserUI(t *testing.T) {
 	}
 	// With several servers the page comes from a follower, so reads, writes
 	// and the event stream all go through its forwarding to the leader.
-	base := "http://" + d.HTTPAddr() + "/ui/"
-	for _, s := range d.Servers {
+	base := "http://" + first.HTTPAddr() + "/ui/"
+	for _, s := range d.Servers() {
 		if s.HTTPAddr() != leader.HTTPAddr {
 			base = "http://" + s.HTTPAddr() + "/ui/"
 		}
@@ -166,17 +167,13 @@ func TestBrowserUI(t *testing.T) {
 		b.click(t, `[data-bundle-id="channel-ui"] button[data-action=delete]`)
 		b.waitJS(t, "the confirm dialog", `document.querySelector('#confirm').open`)
 		b.click(t, `#confirm-ok`)
-		deadline := time.Now().Add(stepTimeout)
-		for {
+		poll.Eventually(t, stepTimeout, "the bundle deleting after the click", func() error {
 			x, _, err := c.Bundle(t.Context(), spec.ID, nil)
 			if api.IsCode(err, api.CodeNotFound) || (err == nil && x.State == api.StateDeleting) {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("bundle not deleting after the click: %+v, %v", x, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("bundle not deleting after the click: %+v, %v", x, err)
+		})
 		b.waitJS(t, "the bundle deleting or gone in the list", `!document.querySelector('[data-bundle-id="channel-ui"]') ||
 			document.querySelector('[data-bundle-id="channel-ui"] .state').textContent === 'deleting'`)
 	})
@@ -198,51 +195,45 @@ func devServers(t *testing.T) int {
 
 func waitNodes(t *testing.T, c *api.Client, want int) []api.Node {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		nodes, _, err := c.Nodes(t.Context(), api.NodeFilter{}, nil)
+	var nodes []api.Node
+	poll.Eventually(t, 90*time.Second, fmt.Sprintf("%d ready nodes", want), func() error {
+		var err error
+		nodes, _, err = c.Nodes(t.Context(), api.NodeFilter{}, nil)
 		status := map[string]string{}
 		for _, n := range nodes {
 			status[n.ID] = n.Status
 		}
 		if err == nil && len(nodes) == want && !slices.ContainsFunc(nodes, func(n api.Node) bool { return n.Status != api.NodeReady }) {
-			return nodes
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodes %v (err %v), want %d ready", status, err, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("nodes %v (err %v), want %d ready", status, err, want)
+	})
+	return nodes
 }
 
 func waitNode(t *testing.T, c *api.Client, id, what string, ok func(*api.Node) bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	poll.Eventually(t, 60*time.Second, "node "+id+" "+what, func() error {
 		n, _, err := c.Node(t.Context(), id, nil)
 		if err == nil && ok(n) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s not %s: %+v, %v", id, what, n, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("node %s not %s: %+v, %v", id, what, n, err)
+	})
 }
 
 func waitBundle(t *testing.T, c *api.Client, id string, ok func(*api.Bundle) bool) *api.Bundle {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		x, _, err := c.Bundle(t.Context(), id, nil)
+	var x *api.Bundle
+	poll.Eventually(t, 60*time.Second, "bundle "+id+" in the expected state", func() error {
+		var err error
+		x, _, err = c.Bundle(t.Context(), id, nil)
 		if err == nil && ok(x) {
-			return x
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bundle %s never reached the expected state: %+v, %v", id, x, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("bundle %s never reached the expected state: %+v, %v", id, x, err)
+	})
+	return x
 }
 
 func joinInts(xs []int) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 func nextEvent(t *testing.T, d *ExecDriver) TaskEvent {
@@ -57,7 +58,7 @@ while true; do sleep 0.1; done`
 	if ev := nextEvent(t, d); ev.State != api.JobRunning {
 		t.Fatalf("restart event %+v", ev)
 	}
-	eventually(t, 10*time.Second, "pid file", func() bool { _, err := os.Stat(out + ".pid"); return err == nil })
+	poll.Eventually(t, 10*time.Second, "pid file", func() error { _, err := os.Stat(out + ".pid"); return err })
 	body, _ := os.ReadFile(out)
 	if !strings.Contains(string(body), "b1 enc backup 1 "+strconv.Itoa(core)+" x") {
 		t.Fatalf("environment not passed: %q", body)
@@ -70,9 +71,9 @@ while true; do sleep 0.1; done`
 	if state, _ := d.Ensure(ctx, a); state != api.JobRunning {
 		t.Fatalf("after promotion: %s", state)
 	}
-	eventually(t, 10*time.Second, "role file re-read on SIGHUP", func() bool {
+	poll.Eventually(t, 10*time.Second, "role file re-read on SIGHUP", func() error {
 		b, _ := os.ReadFile(out)
-		return strings.Contains(string(b), `"epoch":2`) && strings.Contains(string(b), `"role":"primary"`)
+		return poll.Check(strings.Contains(string(b), `"epoch":2`) && strings.Contains(string(b), `"role":"primary"`), "the child wrote %q", b)
 	})
 
 	pidBytes, _ := os.ReadFile(out + ".pid")

@@ -3,7 +3,6 @@ package worker
 import (
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/amserver/amserver/api"
 )
@@ -23,22 +22,5 @@ func TestWorkerStopsWhatIsNoLongerAssigned(t *testing.T) {
 	}
 	if got := drv.Running(); len(got) != 1 || got[0] != kept.ID {
 		t.Fatalf("running after reconcile: %v, want only %s", got, kept.ID)
-	}
-}
-
-// eventually polls cond on a ticker until it holds, and fails the test once
-// timeout has passed without it.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		case <-tick.C:
-		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
+	"github.com/amserver/amserver/internal/testcluster"
 )
 
 // jsonCase is one command run with --json; ndjson commands print a JSON
@@ -39,13 +40,7 @@ var jsonElsewhere = []string{"acl token create", "acl token delete", "acl token 
 // checks that stdout is exactly one JSON document (or NDJSON). A command
 // added without a case here fails the test.
 func TestJSONEveryCommand(t *testing.T) {
-	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
-	addr := "http://" + d.HTTPAddr()
-	waitNodes(t, addr, 2)
+	addr := startCluster(t)
 
 	dir := t.TempDir()
 	bundle := writeFile(t, dir, "b.yaml", "id: j-1\npool: default\njobs: [{name: enc, requirements: {capacity: 1}}]\n")
@@ -92,7 +87,7 @@ func TestJSONEveryCommand(t *testing.T) {
 		// A one-server cluster can neither hand leadership over nor lose
 		// its only peer: TestJSONNoBodyCommands covers these two.
 		{args: []string{"operator", "raft", "transfer-leadership"}},
-		{args: []string{"operator", "raft", "remove-peer", "server-1"}},
+		{args: []string{"operator", "raft", "remove-peer", "s1"}},
 	}
 	expectFail := map[string]bool{"operator raft transfer-leadership": true, "operator raft remove-peer": true}
 	covered := map[string]bool{}
@@ -202,36 +197,30 @@ func checkJSON(out string, ndjson bool) error {
 	return nil
 }
 
-func waitNodes(t *testing.T, addr string, want int) {
+// startCluster starts a server with two workers shaped like the dev
+// cluster's (worker-1 and worker-2 in pool default) and returns its URL
+// once both are ready.
+func startCluster(t *testing.T) string {
 	t.Helper()
-	c, err := api.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(45 * time.Second)
-	for {
+	tc := testcluster.New(t, 1, testcluster.TCP())
+	tc.StartWorkers(2, nil)
+	s := tc.Servers()[0]
+	c := tc.Client(s)
+	poll.Eventually(t, 45*time.Second, "2 ready nodes", func() error {
 		nodes, _, err := c.Nodes(t.Context(), api.NodeFilter{Status: api.NodeReady}, nil)
-		if err == nil && len(nodes) == want {
-			return
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d ready nodes, want %d (%v)", len(nodes), want, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return poll.Check(len(nodes) == 2, "%d ready nodes", len(nodes))
+	})
+	return s.HTTPURL()
 }
 
 // TestSubmitWaitInProcess: against a real server, --wait prints the state
 // changes up to placed and the replicas, or up to unplaceable and the
 // explanation (exit 1).
 func TestSubmitWaitInProcess(t *testing.T) {
-	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Servers: 1, Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Shutdown(t.Context()) })
-	addr := "http://" + d.HTTPAddr()
-	waitNodes(t, addr, 2)
+	addr := startCluster(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		id       string

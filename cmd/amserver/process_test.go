@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // serverProc is one real `amserver agent --server` process on loopback.
@@ -83,20 +84,6 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// eventually polls fn until it succeeds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = fn(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 // TestThreeServerProcesses starts three real server processes with
 // --bootstrap-expect 3, writes through a follower, SIGKILLs the leader,
 // writes and reads on the survivors, then restarts the killed server and
@@ -118,7 +105,7 @@ func TestThreeServerProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	var leaderID string
-	eventually(t, 45*time.Second, "leader election", func() error {
+	poll.Eventually(t, 45*time.Second, "leader election", func() error {
 		l, err := procs[2].client(t).Leader(ctx)
 		if err == nil {
 			leaderID = l.ID
@@ -143,7 +130,7 @@ func TestThreeServerProcesses(t *testing.T) {
 			survivor = p
 		}
 	}
-	eventually(t, 30*time.Second, "write after killing the leader", func() error {
+	poll.Eventually(t, 30*time.Second, "write after killing the leader", func() error {
 		_, err := survivor.client(t).PutPool(ctx, api.Pool{Name: "after"})
 		return err
 	})
@@ -153,7 +140,7 @@ func TestThreeServerProcesses(t *testing.T) {
 		}
 	}
 	leader.start(t)
-	eventually(t, 30*time.Second, "restarted server catches up", func() error {
+	poll.Eventually(t, 30*time.Second, "restarted server catches up", func() error {
 		_, _, err := leader.client(t).Pool(ctx, "after", &api.QueryOptions{Stale: true})
 		return err
 	})
