@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/internal/testcluster"
 )
@@ -77,5 +81,55 @@ func TestReplacementServerDoesNotBootstrap(t *testing.T) {
 	})
 	if tap.saw("raft bootstrapped") || !tap.saw("not bootstrapping") {
 		t.Fatalf("the replacement bootstrapped a configuration of its own: %v", tap.msgs)
+	}
+}
+
+// TestWipedServerRejoinsWithoutBootstrapping: a server whose data
+// directory was wiped, restarted with its original flags (the same
+// addresses) next to its running peers, must not bootstrap a configuration
+// of its own (a second bootstrap of a live membership is a split-brain
+// door); the leader takes it back and it catches up.
+func TestWipedServerRejoinsWithoutBootstrapping(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.TCP())
+	leader := c.Leader()
+	if _, err := c.Client(leader).PutPool(t.Context(), api.Pool{Name: "before-wipe"}); err != nil {
+		t.Fatal(err)
+	}
+	victim := c.Followers(leader)[0]
+	httpAddr, raftAddr := victim.HTTPAddr(), victim.Store().LocalAddr()
+	gossipHost, gossipPort, err := net.SplitHostPort(victim.Gossip().LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(gossipPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	tap := &logTap{}
+	reborn := c.Restart(victim, func(cfg *agent.Config) {
+		if err := os.RemoveAll(cfg.DataDir); err != nil {
+			t.Fatal(err)
+		}
+		cfg.HTTPAddr, cfg.RaftAddr = httpAddr, raftAddr
+		cfg.Gossip.BindAddr, cfg.Gossip.BindPort = gossipHost, port
+		cfg.Join, cfg.Logger = []string{leader.Gossip().LocalAddr()}, slog.New(tap)
+	})
+	poll.Eventually(t, 30*time.Second, "the wiped server back in the configuration, caught up", func() error {
+		l := c.Leader()
+		f := l.Raft().GetConfiguration()
+		if err := f.Error(); err != nil {
+			return err
+		}
+		back := slices.ContainsFunc(f.Configuration().Servers, func(s raft.Server) bool {
+			return string(s.ID) == reborn.NodeID() && string(s.Address) == reborn.Store().LocalAddr()
+		})
+		return poll.Check(back && reborn.FSM().State().Pool("before-wipe") != nil,
+			"in the configuration %v, caught up %v", back, reborn.FSM().State().Pool("before-wipe") != nil)
+	})
+	if tap.saw("raft bootstrapped") {
+		t.Fatalf("the wiped server bootstrapped Raft again: %s", strings.Join(tap.msgs, "; "))
 	}
 }
