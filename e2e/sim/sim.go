@@ -121,7 +121,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	wcfg := workload.Config{
 		Servers: c.clientAddrs(), Clients: o.Servers + 1, Keys: 2, Pool: Pool, Seed: o.Seed,
-		OpTimeout: time.Second, Think: 20 * time.Millisecond, CreateCapacity: 0.05,
+		OpTimeout: time.Second, Think: 30 * time.Millisecond, CreateCapacity: 0.05,
 		MaxCreates: 80, Backup: true, SampleEvery: 100 * time.Millisecond,
 		ClientOptions: c.clientOptions(),
 	}
