@@ -138,16 +138,13 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("amserver server running", "id", cfg.NodeID, "http", srv.HTTPURL(), "gossip", srv.Gossip().LocalAddr())
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for ctx.Err() == nil {
-		select {
-		case <-hup:
-			reload(ctx, f, srv, logger)
-		case <-ctx.Done():
+	untilDone(ctx, logger, func() error {
+		acl, err := f.reloadACL()
+		if err != nil {
+			return err
 		}
-	}
+		return srv.Reload(ctx, acl)
+	})
 	logger.Info("shutting down: transferring leadership and leaving gossip")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
@@ -158,15 +155,21 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 // leave gossip, let requests in flight finish, stop Raft.
 const shutdownBudget = 5 * time.Second
 
-// reload re-reads what SIGHUP reloads: the TLS files and the ACL tokens
-// of the configuration (file and flags); a failure keeps what runs.
-func reload(ctx context.Context, f *agentFlags, srv *agent.Server, logger *slog.Logger) {
-	acl, err := f.reloadACL()
-	if err == nil {
-		err = srv.Reload(ctx, acl)
-	}
-	if err != nil {
-		logger.Error("reload failed; the running configuration stays", "err", err)
+// untilDone waits for ctx (SIGINT, SIGTERM), running reload on every
+// SIGHUP: a server re-reads its TLS files and the ACL tokens of its
+// configuration, a worker its TLS files. A failed reload keeps what runs.
+func untilDone(ctx context.Context, logger *slog.Logger, reload func() error) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			if err := reload(); err != nil {
+				logger.Error("reload failed; the running configuration stays", "err", err)
+			}
+		case <-ctx.Done():
+		}
 	}
 }
 
@@ -183,18 +186,7 @@ func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 		return err
 	}
 	logger.Info("amserver worker running", "id", cfg.NodeID, "pool", cfg.Inventory.Pool, "gossip", w.GossipAddr())
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for ctx.Err() == nil {
-		select {
-		case <-hup:
-			if err := w.ReloadTLS(); err != nil {
-				logger.Error("reload failed; the running configuration stays", "err", err)
-			}
-		case <-ctx.Done():
-		}
-	}
+	untilDone(ctx, logger, w.ReloadTLS)
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return w.Shutdown(sctx)
