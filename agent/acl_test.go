@@ -85,3 +85,34 @@ func TestACLClusterEnforcesTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadAddsConfigTokens: a token added to the configuration works
+// after a reload (SIGHUP), without a restart; turning ACLs off is refused
+// and changes nothing.
+func TestReloadAddsConfigTokens(t *testing.T) {
+	c := aclCluster(t)
+	leader := c.Leader()
+	ctx := ctxTimeout(t, 30*time.Second)
+	const added = "write-token-added-by-a-reload"
+	writer := tokenClient(c, leader, added)
+	if _, err := writer.PutPool(ctx, testPool("before")); apiStatus(err) != http.StatusForbidden && apiStatus(err) != http.StatusUnauthorized {
+		t.Fatalf("a token not yet configured: %v, want refused", err)
+	}
+	acl := agent.ACLConfig{Enabled: true, Tokens: []agent.ConfigToken{
+		{Secret: testMgmtSecret, Kind: fsm.ACLManagement},
+		{Secret: testWorkerSecret, Kind: fsm.ACLWorker, NodeID: "w1"},
+		{Secret: added, Kind: fsm.ACLWrite},
+	}}
+	if err := leader.Reload(ctx, agent.ACLConfig{Tokens: acl.Tokens}); err == nil {
+		t.Fatal("a reload that turns ACLs off was accepted")
+	}
+	for _, s := range c.Servers() {
+		if err := s.Reload(ctx, acl); err != nil {
+			t.Fatalf("reload %s: %v", s.NodeID(), err)
+		}
+	}
+	poll.Eventually(t, 10*time.Second, "the reloaded token to work", func() error {
+		_, err := writer.PutPool(ctx, testPool("after"))
+		return err
+	})
+}
