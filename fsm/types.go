@@ -3,6 +3,7 @@ package fsm
 import (
 	"sort"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/ledger"
 )
 
@@ -22,20 +23,20 @@ type Node struct {
 	Pool           string              `json:"pool"`
 	Labels         map[string]string   `json:"labels,omitempty"`
 	Taints         []string            `json:"taints,omitempty"`
-	TotalCapacity  int64               `json:"totalCapacity"`
-	UtilizationCap int64               `json:"utilizationCap"` // milli: 1000 = 100 %
+	TotalCapacity  int64               `json:"totalCapacity" unit:"milli"`
+	UtilizationCap int64               `json:"utilizationCap" unit:"milli"` // 1000 = 100 %
 	TotalCores     int                 `json:"totalCores"`
 	GPUs           []ledger.GPU        `json:"gpus,omitempty"`
 	Capabilities   []ledger.Capability `json:"capabilities,omitempty"`
 
 	// Provided holds capabilities added by running node services, keyed by service id.
-	Provided map[string][]ledger.Capability `json:"provided,omitempty"`
+	Provided map[string][]ledger.Capability `json:"provided,omitempty" api:"-"`
 
 	Status     string       `json:"status"`
 	Cordoned   bool         `json:"cordoned"`
 	Draining   bool         `json:"draining"`
-	StatusTime int64        `json:"statusTime"` // leader clock, unix nanos, of the last transition
-	Usage      ledger.Usage `json:"usage"`
+	StatusTime int64        `json:"statusTime" api:"-"` // leader clock, unix nanos, of the last transition
+	Usage      ledger.Usage `json:"usage" api:"-"`      // shown as the computed reserved
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`
@@ -78,31 +79,34 @@ const (
 	ScoringSpread  = "spread"
 )
 
-// Tier is one step of a pool's cost cascade.
-type Tier struct {
-	Name  string `json:"name"`
-	Cloud string `json:"cloud"`
-}
+// Types without units are the wire types themselves (package api): the API
+// edge copies them, and nothing here can drift from what clients send. A
+// type that gains a quantity or a time stops being an alias and gets unit
+// tags (convert.go).
+type (
+	Tier        = api.Tier
+	Provisioner = api.Provisioner
+	Placement   = api.Placement
+	Resilience  = api.Resilience
+	Affinity    = api.Affinity
+	Launch      = api.Launch
+	NearestMiss = api.NearestMiss
+	Explain     = api.Explain
+)
 
 // PoolDefaults are layered into jobs that omit capacity or cores.
 type PoolDefaults struct {
-	Capacity int64 `json:"capacity"`
+	Capacity int64 `json:"capacity" unit:"milli"`
 	Cores    int   `json:"cores"`
 }
 
 // InstanceType is a node profile an elastic pool can provision.
 type InstanceType struct {
 	Name          string              `json:"name"`
-	TotalCapacity int64               `json:"totalCapacity"`
+	TotalCapacity int64               `json:"totalCapacity" unit:"milli"`
 	TotalCores    int                 `json:"totalCores"`
 	GPUs          []ledger.GPU        `json:"gpus,omitempty"`
 	Capabilities  []ledger.Capability `json:"capabilities,omitempty"`
-}
-
-// Provisioner says how an elastic pool obtains nodes.
-type Provisioner struct {
-	URL     string   `json:"url,omitempty"`
-	Command []string `json:"command,omitempty"`
 }
 
 // Pool groups nodes; it carries placement policy and aggregate caps.
@@ -118,8 +122,8 @@ type Pool struct {
 	MinNodes      int              `json:"minNodes,omitempty"`
 	MaxNodes      int              `json:"maxNodes,omitempty"`
 	Warm          int              `json:"warm,omitempty"`
-	IdleTimeout   int64            `json:"idleTimeout,omitempty"`  // nanos
-	SpawnTimeout  int64            `json:"spawnTimeout,omitempty"` // nanos
+	IdleTimeout   int64            `json:"idleTimeout,omitempty" unit:"duration"`
+	SpawnTimeout  int64            `json:"spawnTimeout,omitempty" unit:"duration"`
 	Usage         ledger.PoolUsage `json:"usage"`
 
 	CreateIndex uint64 `json:"createIndex"`
@@ -155,33 +159,6 @@ const (
 	Forbid     = "forbid"
 )
 
-// Placement holds the intra-replica rules.
-type Placement struct {
-	SameNodeDefault bool   `json:"sameNodeDefault"`
-	SameAz          string `json:"sameAz"`
-}
-
-// Resilience asks for a backup replica kept out of the primary's failure domains.
-type Resilience struct {
-	Pool      string `json:"pool,omitempty"`
-	SameNode  string `json:"sameNode"`
-	SameAz    string `json:"sameAz"`
-	SameCloud string `json:"sameCloud"`
-}
-
-// Affinity is a soft constraint with a weight in -100..100.
-type Affinity struct {
-	Expression string `json:"expression"`
-	Weight     int    `json:"weight"`
-}
-
-// Launch is opaque to placement; workers run it.
-type Launch struct {
-	Driver  string            `json:"driver"`
-	Command []string          `json:"command,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-}
-
 // Job is one member of a bundle.
 type Job struct {
 	Name         string         `json:"name"`
@@ -203,8 +180,8 @@ type BundleSpec struct {
 	Jobs       []Job             `json:"jobs"`
 	Placement  Placement         `json:"placement"`
 	Resilience *Resilience       `json:"resilience,omitempty"`
-	StartAt    int64             `json:"startAt,omitempty"` // unix nanos; 0 = none
-	StopAt     int64             `json:"stopAt,omitempty"`
+	StartAt    int64             `json:"startAt,omitempty" unit:"instant"` // 0 = none
+	StopAt     int64             `json:"stopAt,omitempty" unit:"instant"`
 	Tags       map[string]string `json:"tags,omitempty"`
 }
 
@@ -263,7 +240,7 @@ func (j *JobPlacement) Placed() bool { return j.NodeID != "" }
 // primary; a promotion swaps the entries, and Slot keeps the ledger keys (and
 // assignment ids) of running jobs unchanged.
 type Replica struct {
-	Slot  int            `json:"slot"` // ledger key replica number, stable across promotions
+	Slot  int            `json:"slot" api:"-"` // ledger key replica number, stable across promotions
 	Role  string         `json:"role"`
 	State string         `json:"state"`
 	Jobs  []JobPlacement `json:"jobs"`
@@ -292,35 +269,21 @@ const (
 type Degradation struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Since   int64  `json:"since"` // leader clock, unix nanos
-}
-
-// NearestMiss names the node that came closest and the stage that stopped it.
-type NearestMiss struct {
-	NodeID string `json:"nodeId"`
-	Stage  string `json:"stage"`
-	Detail string `json:"detail"`
-}
-
-// Explain says why something is unplaced (DESIGN §3.7).
-type Explain struct {
-	NodesEvaluated int            `json:"nodesEvaluated"`
-	Filtered       map[string]int `json:"filtered"`
-	NearestMiss    *NearestMiss   `json:"nearestMiss,omitempty"`
+	Since   int64  `json:"since" unit:"instant"` // leader clock
 }
 
 // Bundle is a spec plus its replicated status.
 type Bundle struct {
-	Spec         BundleSpec    `json:"spec"`
+	Spec         BundleSpec    `json:"spec" api:",inline"`
 	State        string        `json:"state"`
 	Epoch        uint64        `json:"epoch"`
 	Replicas     []Replica     `json:"replicas"`
 	Degradations []Degradation `json:"degradations,omitempty"`
 	Explain      *Explain      `json:"explain,omitempty"`
-	SubmitTime   int64         `json:"submitTime"` // leader clock at create: queue age
-	Deleting     bool          `json:"deleting,omitempty"`
-	DeleteTime   int64         `json:"deleteTime,omitempty"`   // leader clock when deletion started
-	AttemptIndex uint64        `json:"attemptIndex,omitempty"` // raft index of the last failed placement
+	SubmitTime   int64         `json:"submitTime" api:"-"` // leader clock at create: queue age
+	Deleting     bool          `json:"deleting,omitempty" api:"-"`
+	DeleteTime   int64         `json:"deleteTime,omitempty" api:"-"`   // leader clock when deletion started
+	AttemptIndex uint64        `json:"attemptIndex,omitempty" api:"-"` // raft index of the last failed placement
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`
@@ -341,7 +304,7 @@ const (
 type Assignment struct {
 	ID       string       `json:"id"`
 	BundleID string       `json:"bundleId"`
-	Replica  int          `json:"replica"` // ledger key replica slot, stable across promotions
+	Replica  int          `json:"replica" api:"-"` // ledger key replica slot, stable across promotions
 	Job      string       `json:"job"`
 	NodeID   string       `json:"nodeId"`
 	Role     string       `json:"role"`
@@ -374,8 +337,8 @@ type NodeService struct {
 // Event is one entry of the cluster's event log (DESIGN §7).
 type Event struct {
 	Index    uint64 `json:"index"`
-	Seq      int    `json:"seq"` // position within the raft entry
-	Time     int64  `json:"time"`
+	Seq      int    `json:"seq" api:"-"` // position within the raft entry
+	Time     int64  `json:"time" unit:"instant"`
 	Type     string `json:"type"`
 	BundleID string `json:"bundleId,omitempty"`
 	NodeID   string `json:"nodeId,omitempty"`

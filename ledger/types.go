@@ -3,14 +3,16 @@
 // keep every node and pool within its limits. It is pure and deterministic so
 // that every Raft replica computes bit-identical results.
 //
-// All quantities are integers in milli-units (capacity 2.5 is 2500).
+// All quantities are integers in milli-units (capacity 2.5 is 2500); a
+// unit:"milli" tag says so to the API edge, which converts them
+// (internal/convert), and api:"Name" names a wire field named otherwise.
 package ledger
 
 // GPU is one device on a node.
 type GPU struct {
 	Index    int    `json:"index"`
 	Model    string `json:"model"`
-	Capacity int64  `json:"capacity"` // milli-units
+	Capacity int64  `json:"capacity" unit:"milli" api:"TotalCapacity"`
 }
 
 // Capability is a counted, exclusive resource a node offers (a NIC, a licence).
@@ -39,9 +41,9 @@ type CapabilityRequest struct {
 
 // Request is what one job needs on one node.
 type Request struct {
-	Capacity      int64               `json:"capacity"` // milli-units
-	Cores         int                 `json:"cores"`    // pinned cores
-	GPUCapacity   int64               `json:"gpuCapacity"`
+	Capacity      int64               `json:"capacity" unit:"milli"`
+	Cores         int                 `json:"cores"` // pinned cores
+	GPUCapacity   int64               `json:"gpuCapacity" unit:"milli"`
 	GPUModel      string              `json:"gpuModel,omitempty"`
 	ExclusiveGPUs int                 `json:"exclusiveGpus"`
 	Capabilities  []CapabilityRequest `json:"capabilities,omitempty"`
@@ -50,7 +52,7 @@ type Request struct {
 // GPUShare is a fractional share of one device.
 type GPUShare struct {
 	Index    int   `json:"index"`
-	Capacity int64 `json:"capacity"`
+	Capacity int64 `json:"capacity" unit:"milli"`
 }
 
 // CapabilityCount is a held amount of a capability.
@@ -61,7 +63,7 @@ type CapabilityCount struct {
 
 // Grant is the concrete set of resources a reservation holds on its node.
 type Grant struct {
-	Capacity      int64             `json:"capacity"`
+	Capacity      int64             `json:"capacity" unit:"milli"`
 	Cores         []int             `json:"cores,omitempty"`
 	GPU           *GPUShare         `json:"gpu,omitempty"`
 	ExclusiveGPUs []int             `json:"exclusiveGpus,omitempty"`
@@ -85,12 +87,12 @@ type Reservation struct {
 
 // PoolCaps are aggregate reservation ceilings for a pool; zero means none.
 type PoolCaps struct {
-	MaxCapacity int64 `json:"maxCapacity"`
+	MaxCapacity int64 `json:"maxCapacity" unit:"milli"`
 	MaxCores    int   `json:"maxCores"`
 }
 
 // PoolUsage is what a pool's reservations hold in total.
 type PoolUsage struct {
-	Capacity int64 `json:"capacity"`
+	Capacity int64 `json:"capacity" unit:"milli"`
 	Cores    int   `json:"cores"`
 }
