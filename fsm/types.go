@@ -161,28 +161,28 @@ const (
 
 // Job is one member of a bundle.
 type Job struct {
-	Name         string         `json:"name"`
-	Requirements ledger.Request `json:"requirements"`
-	CoLocateWith []string       `json:"coLocateWith,omitempty"`
-	SeparateFrom []string       `json:"separateFrom,omitempty"`
-	Tolerations  []string       `json:"tolerations,omitempty"`
-	Constraints  []string       `json:"constraints,omitempty"`
-	Affinities   []Affinity     `json:"affinities,omitempty"`
-	Launch       Launch         `json:"launch"`
+	Name         string         `json:"name" row:"1,intern"`
+	Requirements ledger.Request `json:"requirements" row:"2"`
+	CoLocateWith []string       `json:"coLocateWith,omitempty" row:"3,intern"`
+	SeparateFrom []string       `json:"separateFrom,omitempty" row:"4,intern"`
+	Tolerations  []string       `json:"tolerations,omitempty" row:"5,intern"`
+	Constraints  []string       `json:"constraints,omitempty" row:"6"`
+	Affinities   []Affinity     `json:"affinities,omitempty" row:"7"`
+	Launch       Launch         `json:"launch" row:"8"`
 }
 
 // BundleSpec is everything a user submits; it is what identical-retry and
 // replace compare.
 type BundleSpec struct {
-	ID         string            `json:"id"`
-	Pool       string            `json:"pool"`
-	Priority   string            `json:"priority"`
-	Jobs       []Job             `json:"jobs"`
-	Placement  Placement         `json:"placement"`
-	Resilience *Resilience       `json:"resilience,omitempty"`
-	StartAt    int64             `json:"startAt,omitempty" unit:"instant"` // 0 = none
-	StopAt     int64             `json:"stopAt,omitempty" unit:"instant"`
-	Tags       map[string]string `json:"tags,omitempty"`
+	ID         string            `json:"id" row:"1"`
+	Pool       string            `json:"pool" row:"2,intern"`
+	Priority   string            `json:"priority" row:"3,intern"`
+	Jobs       []Job             `json:"jobs" row:"4"`
+	Placement  Placement         `json:"placement" row:"5"`
+	Resilience *Resilience       `json:"resilience,omitempty" row:"6"`
+	StartAt    int64             `json:"startAt,omitempty" unit:"instant" row:"7"` // 0 = none
+	StopAt     int64             `json:"stopAt,omitempty" unit:"instant" row:"8"`
+	Tags       map[string]string `json:"tags,omitempty" row:"9"`
 }
 
 // Replicas is the derived replica count (DESIGN §2.3).
@@ -227,10 +227,10 @@ const (
 
 // JobPlacement is where one job of one replica sits.
 type JobPlacement struct {
-	Name   string       `json:"name"`
-	NodeID string       `json:"nodeId,omitempty"`
-	Grant  ledger.Grant `json:"grant"`
-	Status string       `json:"status,omitempty"`
+	Name   string       `json:"name" row:"1,intern"`
+	NodeID string       `json:"nodeId,omitempty" row:"2,intern"`
+	Grant  ledger.Grant `json:"grant" row:"3"`
+	Status string       `json:"status,omitempty" row:"4,intern"`
 }
 
 // Placed reports whether the job holds a node.
@@ -240,10 +240,10 @@ func (j *JobPlacement) Placed() bool { return j.NodeID != "" }
 // primary; a promotion swaps the entries, and Slot keeps the ledger keys (and
 // assignment ids) of running jobs unchanged.
 type Replica struct {
-	Slot  int            `json:"slot" api:"-"` // ledger key replica number, stable across promotions
-	Role  string         `json:"role"`
-	State string         `json:"state"`
-	Jobs  []JobPlacement `json:"jobs"`
+	Slot  int            `json:"slot" api:"-" row:"1"` // ledger key replica number, stable across promotions
+	Role  string         `json:"role" row:"2,intern"`
+	State string         `json:"state" row:"3,intern"`
+	Jobs  []JobPlacement `json:"jobs" row:"4"`
 }
 
 // Complete reports whether every job of the replica holds a node.
@@ -267,26 +267,26 @@ const (
 
 // Degradation records a relaxed soft rule.
 type Degradation struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Since   int64  `json:"since" unit:"instant"` // leader clock
+	Code    string `json:"code" row:"1,intern"`
+	Message string `json:"message" row:"2"`
+	Since   int64  `json:"since" unit:"instant" row:"3"` // leader clock
 }
 
 // Bundle is a spec plus its replicated status.
 type Bundle struct {
-	Spec         BundleSpec    `json:"spec" api:",inline"`
-	State        string        `json:"state"`
-	Epoch        uint64        `json:"epoch"`
-	Replicas     []Replica     `json:"replicas"`
-	Degradations []Degradation `json:"degradations,omitempty"`
-	Explain      *Explain      `json:"explain,omitempty"`
-	SubmitTime   int64         `json:"submitTime" api:"-"` // leader clock at create: queue age
-	Deleting     bool          `json:"deleting,omitempty" api:"-"`
-	DeleteTime   int64         `json:"deleteTime,omitempty" api:"-"`   // leader clock when deletion started
-	AttemptIndex uint64        `json:"attemptIndex,omitempty" api:"-"` // raft index of the last failed placement
+	Spec         BundleSpec    `json:"spec" api:",inline" row:"1"`
+	State        string        `json:"state" row:"2,intern"`
+	Epoch        uint64        `json:"epoch" row:"3"`
+	Replicas     []Replica     `json:"replicas" row:"4"`
+	Degradations []Degradation `json:"degradations,omitempty" row:"5"`
+	Explain      *Explain      `json:"explain,omitempty" row:"6"`
+	SubmitTime   int64         `json:"submitTime" api:"-" row:"7"` // leader clock at create: queue age
+	Deleting     bool          `json:"deleting,omitempty" api:"-" row:"8"`
+	DeleteTime   int64         `json:"deleteTime,omitempty" api:"-" row:"9"`    // leader clock when deletion started
+	AttemptIndex uint64        `json:"attemptIndex,omitempty" api:"-" row:"10"` // raft index of the last failed placement
 
-	CreateIndex uint64 `json:"createIndex"`
-	ModifyIndex uint64 `json:"modifyIndex"`
+	CreateIndex uint64 `json:"createIndex" row:"11"`
+	ModifyIndex uint64 `json:"modifyIndex" row:"12"`
 }
 
 // ID is the bundle id.
@@ -302,23 +302,23 @@ const (
 // Its ID is "bundle:replica:job@node"; the replica index is the one at
 // placement time, so a promotion does not rename a running assignment.
 type Assignment struct {
-	ID       string       `json:"id"`
-	BundleID string       `json:"bundleId"`
-	Replica  int          `json:"replica" api:"-"` // ledger key replica slot, stable across promotions
-	Job      string       `json:"job"`
-	NodeID   string       `json:"nodeId"`
-	Role     string       `json:"role"`
-	Epoch    uint64       `json:"epoch"`
-	Desired  string       `json:"desired"`
-	Status   string       `json:"status"`
-	Message  string       `json:"message,omitempty"`
-	Grant    ledger.Grant `json:"grant"`
-	Launch   Launch       `json:"launch"`
+	ID       string       `json:"id" row:"1"`
+	BundleID string       `json:"bundleId" row:"2"`
+	Replica  int          `json:"replica" api:"-" row:"3"` // ledger key replica slot, stable across promotions
+	Job      string       `json:"job" row:"4,intern"`
+	NodeID   string       `json:"nodeId" row:"5,intern"`
+	Role     string       `json:"role" row:"6,intern"`
+	Epoch    uint64       `json:"epoch" row:"7"`
+	Desired  string       `json:"desired" row:"8,intern"`
+	Status   string       `json:"status" row:"9,intern"`
+	Message  string       `json:"message,omitempty" row:"10"`
+	Grant    ledger.Grant `json:"grant" row:"11"`
+	Launch   Launch       `json:"launch" row:"12"`
 	// ServiceID is set instead of BundleID for node-service assignments.
-	ServiceID string `json:"serviceId,omitempty"`
+	ServiceID string `json:"serviceId,omitempty" row:"13,intern"`
 
-	CreateIndex uint64 `json:"createIndex"`
-	ModifyIndex uint64 `json:"modifyIndex"`
+	CreateIndex uint64 `json:"createIndex" row:"14"`
+	ModifyIndex uint64 `json:"modifyIndex" row:"15"`
 }
 
 // NodeService is an eager per-node service (DESIGN §2.5).
