@@ -9,11 +9,11 @@ import (
 
 // Node statuses (DESIGN §2.1, §4).
 const (
-	NodeReady   = "ready"
-	NodeSuspect = "suspect"
-	NodeDown    = "down"
-	NodeLeft    = "left"
-	NodeUnknown = "unknown"
+	NodeReady   = api.NodeReady
+	NodeSuspect = api.NodeSuspect
+	NodeDown    = api.NodeDown
+	NodeLeft    = api.NodeLeft
+	NodeUnknown = api.NodeUnknown
 )
 
 // Node is a registered worker: its inventory, its observed status and what its
@@ -73,10 +73,10 @@ func (n *Node) Cloud() string { return n.Labels["cloud"] }
 
 // Pool kinds and scoring policies (DESIGN §2.2).
 const (
-	PoolCluster    = "cluster"
-	PoolElastic    = "elastic"
-	ScoringBinpack = "binpack"
-	ScoringSpread  = "spread"
+	PoolCluster    = api.PoolCluster
+	PoolElastic    = api.PoolElastic
+	ScoringBinpack = api.ScoringBinpack
+	ScoringSpread  = api.ScoringSpread
 )
 
 // Types without units are the wire types themselves (package api): the API
@@ -132,9 +132,9 @@ type Pool struct {
 
 // Priority bands, highest first (DESIGN §3.6).
 const (
-	PriorityGold   = "gold"
-	PrioritySilver = "silver"
-	PriorityBronze = "bronze"
+	PriorityGold   = api.PriorityGold
+	PrioritySilver = api.PrioritySilver
+	PriorityBronze = api.PriorityBronze
 )
 
 // Band orders priorities: lower is more important; unknown sorts last.
@@ -152,11 +152,11 @@ func Band(priority string) int {
 
 // SameAz modes and resilience rules.
 const (
-	SameAzHard = "hard"
-	SameAzSoft = "soft"
-	SameAzOff  = "off"
-	Allow      = "allow"
-	Forbid     = "forbid"
+	SameAzHard = api.SameAzHard
+	SameAzSoft = api.SameAzSoft
+	SameAzOff  = api.SameAzOff
+	Allow      = api.Allow
+	Forbid     = api.Forbid
 )
 
 // Job is one member of a bundle.
@@ -205,24 +205,24 @@ func (s *BundleSpec) Job(name string) *Job {
 
 // Bundle states (DESIGN §4).
 const (
-	StateScheduled   = "scheduled"
-	StatePending     = "pending"
-	StatePlaced      = "placed"
-	StateDegraded    = "degraded"
-	StateUnplaceable = "unplaceable"
-	StateDeleting    = "deleting"
+	StateScheduled   = api.StateScheduled
+	StatePending     = api.StatePending
+	StatePlaced      = api.StatePlaced
+	StateDegraded    = api.StateDegraded
+	StateUnplaceable = api.StateUnplaceable
+	StateDeleting    = api.StateDeleting
 )
 
 // Replica roles and job statuses.
 const (
-	RolePrimary = "primary"
-	RoleBackup  = "backup"
+	RolePrimary = api.RolePrimary
+	RoleBackup  = api.RoleBackup
 
-	JobAssigned = "assigned"
-	JobRunning  = "running"
-	JobStopping = "stopping"
-	JobStopped  = "stopped"
-	JobFailed   = "failed"
+	JobAssigned = api.JobAssigned
+	JobRunning  = api.JobRunning
+	JobStopping = api.JobStopping
+	JobStopped  = api.JobStopped
+	JobFailed   = api.JobFailed
 )
 
 // JobPlacement is where one job of one replica sits.
@@ -294,8 +294,8 @@ func (b *Bundle) ID() string { return b.Spec.ID }
 
 // Assignment desired states.
 const (
-	DesiredRun  = "run"
-	DesiredStop = "stop"
+	DesiredRun  = api.DesiredRun
+	DesiredStop = api.DesiredStop
 )
 
 // Assignment is what a worker must run: one job of one replica on one node.

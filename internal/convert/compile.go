@@ -194,12 +194,12 @@ func apiFields(t reflect.Type, prefix []int) []field {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		jsonName, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if !sf.IsExported() || jsonName == "-" {
-			continue
-		}
 		index := append(slices.Clone(prefix), i)
 		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && jsonName == "" {
-			out = append(out, apiFields(sf.Type, index)...)
+			out = append(out, apiFields(sf.Type, index)...) // promoted, exported or not
+			continue
+		}
+		if !sf.IsExported() || jsonName == "-" {
 			continue
 		}
 		if jsonName == "" {
@@ -217,12 +217,15 @@ func fsmFields(t reflect.Type, prefix []int) []field {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		rename, opt, _ := strings.Cut(sf.Tag.Get("api"), ",")
-		if !sf.IsExported() || rename == "-" {
+		if rename == "-" {
 			continue
 		}
 		index := append(slices.Clone(prefix), i)
 		if sf.Type.Kind() == reflect.Struct && (opt == "inline" || sf.Anonymous) {
 			out = append(out, fsmFields(sf.Type, index)...)
+			continue
+		}
+		if !sf.IsExported() {
 			continue
 		}
 		name := sf.Name
