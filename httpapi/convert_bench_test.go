@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/amserver/amserver/fsm"
@@ -41,6 +42,17 @@ func BenchmarkSpecFromAPI(b *testing.B) {
 	for b.Loop() {
 		if _, problems := specFromAPI(in); len(problems) > 0 {
 			b.Fatal(problems)
+		}
+	}
+}
+
+// BenchmarkBundleRead is a list entry's whole cost: conversion and JSON.
+func BenchmarkBundleRead(b *testing.B) {
+	bundle := benchBundle()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := json.Marshal(bundleToAPI(bundle)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -102,25 +102,37 @@ func sliceCodec(cd, elem *codec) {
 			dst.SetZero()
 			return
 		}
-		out := reflect.MakeSlice(dst.Type(), src.Len(), src.Len())
+		out := makeSlice(dst, src.Len())
 		for i := range src.Len() {
 			s.push("", i)
 			elem.toFSM(s, out.Index(i), src.Index(i))
 			s.pop()
 		}
-		dst.Set(out)
 	}
 	cd.toAPI = func(dst, src reflect.Value) {
 		if src.IsNil() {
 			dst.SetZero()
 			return
 		}
-		out := reflect.MakeSlice(dst.Type(), src.Len(), src.Len())
+		out := makeSlice(dst, src.Len())
 		for i := range src.Len() {
 			elem.toAPI(out.Index(i), src.Index(i))
 		}
-		dst.Set(out)
 	}
+}
+
+// makeSlice sets dst to a new list of n zero elements and returns it. Grow
+// allocates the elements in place; MakeSlice and Set would also box a
+// slice header, an allocation per list.
+func makeSlice(dst reflect.Value, n int) reflect.Value {
+	if n == 0 {
+		dst.Set(reflect.MakeSlice(dst.Type(), 0, 0)) // empty, not nil
+		return dst
+	}
+	dst.SetZero()
+	dst.Grow(n)
+	dst.SetLen(n)
+	return dst
 }
 
 func pointerCodec(cd, elem *codec) {

@@ -130,15 +130,14 @@ func cloner(t reflect.Type) (func(dst, src reflect.Value), error) {
 				dst.SetZero()
 				return
 			}
-			out := reflect.MakeSlice(t, src.Len(), src.Len())
+			out := makeSlice(dst, src.Len())
 			if flat {
 				reflect.Copy(out, src)
-			} else {
-				for i := range src.Len() {
-					elem(out.Index(i), src.Index(i))
-				}
+				return
 			}
-			dst.Set(out)
+			for i := range src.Len() {
+				elem(out.Index(i), src.Index(i))
+			}
 		}, nil
 	case reflect.Map:
 		return mapCloner(t)
