@@ -2,16 +2,18 @@ package convert
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"time"
+	"unsafe"
 )
 
-// codec converts one API type to one FSM type and back. dst is settable;
-// src is read only.
+// codec converts one API type to one FSM type and back, between values at
+// dst and src. The compiled code reaches fields through offsets that
+// reflection computed and checked against each field's type, so a
+// conversion costs about what a hand-written one does.
 type codec struct {
-	toFSM func(s *state, dst, src reflect.Value)
-	toAPI func(dst, src reflect.Value)
+	toFSM func(s *state, dst, src unsafe.Pointer)
+	toAPI func(dst, src unsafe.Pointer)
 }
 
 type key struct {
@@ -53,147 +55,55 @@ func (c *compiler) codec(a, f reflect.Type, unit string) (*codec, error) {
 // shapeCodec pairs two different types of the same shape: structs field by
 // field, and lists, maps and pointers of pairable elements.
 func (c *compiler) shapeCodec(cd *codec, a, f reflect.Type) error {
-	switch {
-	case a.Kind() != f.Kind():
+	if a.Kind() != f.Kind() {
 		return errorf(a, f, "kinds differ (%s, %s) and no unit tag says how to convert", a.Kind(), f.Kind())
-	case a.Kind() == reflect.Struct && a != timeType && f != timeType:
+	}
+	switch a.Kind() {
+	case reflect.Struct:
+		if a == timeType || f == timeType {
+			break
+		}
 		plan, err := c.structPlan(a, f, options{})
 		if err != nil {
 			return err
 		}
 		cd.toFSM, cd.toAPI = plan.toFSM, plan.toAPI
 		return nil
-	case a.Kind() == reflect.Slice:
+	case reflect.Slice, reflect.Pointer:
 		elem, err := c.codec(a.Elem(), f.Elem(), "")
 		if err != nil {
 			return err
 		}
-		sliceCodec(cd, elem)
+		if a.Kind() == reflect.Slice {
+			sliceCodec(cd, a, f, elem)
+		} else {
+			pointerCodec(cd, a, f, elem)
+		}
 		return nil
-	case a.Kind() == reflect.Pointer:
+	case reflect.Map:
+		if a.Key().Kind() != reflect.String || f.Key().Kind() != reflect.String {
+			break
+		}
 		elem, err := c.codec(a.Elem(), f.Elem(), "")
 		if err != nil {
 			return err
 		}
-		pointerCodec(cd, elem)
+		mapCodec(cd, a, f, elem)
 		return nil
-	case a.Kind() == reflect.Map && a.Key() == f.Key() && !hasPointers(a.Key()):
-		elem, err := c.codec(a.Elem(), f.Elem(), "")
-		if err != nil {
-			return err
-		}
-		mapCodec(cd, elem)
-		return nil
-	case isScalar(a.Kind()):
-		cd.toFSM = func(_ *state, dst, src reflect.Value) { dst.Set(src.Convert(dst.Type())) }
-		cd.toAPI = func(dst, src reflect.Value) { dst.Set(src.Convert(dst.Type())) }
+	}
+	if conv := scalarCopy(a, f); conv != nil {
+		cd.toFSM = func(_ *state, dst, src unsafe.Pointer) { conv(dst, src) }
+		cd.toAPI = conv
 		return nil
 	}
 	return errorf(a, f, "cannot pair these types")
-}
-
-func isScalar(k reflect.Kind) bool {
-	return k == reflect.String || k == reflect.Bool || (k >= reflect.Int && k <= reflect.Float64)
-}
-
-func sliceCodec(cd, elem *codec) {
-	cd.toFSM = func(s *state, dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := makeSlice(dst, src.Len())
-		for i := range src.Len() {
-			s.push("", i)
-			elem.toFSM(s, out.Index(i), src.Index(i))
-			s.pop()
-		}
-	}
-	cd.toAPI = func(dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := makeSlice(dst, src.Len())
-		for i := range src.Len() {
-			elem.toAPI(out.Index(i), src.Index(i))
-		}
-	}
-}
-
-// makeSlice sets dst to a new list of n zero elements and returns it. Grow
-// allocates the elements in place; MakeSlice and Set would also box a
-// slice header, an allocation per list.
-func makeSlice(dst reflect.Value, n int) reflect.Value {
-	if n == 0 {
-		dst.Set(reflect.MakeSlice(dst.Type(), 0, 0)) // empty, not nil
-		return dst
-	}
-	dst.SetZero()
-	dst.Grow(n)
-	dst.SetLen(n)
-	return dst
-}
-
-func pointerCodec(cd, elem *codec) {
-	cd.toFSM = func(s *state, dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := reflect.New(dst.Type().Elem())
-		elem.toFSM(s, out.Elem(), src.Elem())
-		dst.Set(out)
-	}
-	cd.toAPI = func(dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := reflect.New(dst.Type().Elem())
-		elem.toAPI(out.Elem(), src.Elem())
-		dst.Set(out)
-	}
-}
-
-func mapCodec(cd, elem *codec) {
-	cd.toFSM = func(s *state, dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := reflect.MakeMapWithSize(dst.Type(), src.Len())
-		v := reflect.New(dst.Type().Elem()).Elem()
-		for it := src.MapRange(); it.Next(); {
-			s.push(it.Key().String(), -1)
-			v.SetZero()
-			elem.toFSM(s, v, it.Value())
-			out.SetMapIndex(it.Key(), v)
-			s.pop()
-		}
-		dst.Set(out)
-	}
-	cd.toAPI = func(dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := reflect.MakeMapWithSize(dst.Type(), src.Len())
-		v := reflect.New(dst.Type().Elem()).Elem()
-		for it := src.MapRange(); it.Next(); {
-			v.SetZero()
-			elem.toAPI(v, it.Value())
-			out.SetMapIndex(it.Key(), v)
-		}
-		dst.Set(out)
-	}
 }
 
 // field is one (possibly promoted) field of a struct.
 type field struct {
 	name    string // matching name: the Go name, or the api tag's rename
 	json    string // the API's JSON name, for problem paths
-	index   []int
+	off     uintptr
 	typ     reflect.Type
 	unit    string
 	matched bool
@@ -201,14 +111,12 @@ type field struct {
 
 // apiFields lists A's fields, with embedded structs' fields promoted as JSON
 // promotes them.
-func apiFields(t reflect.Type, prefix []int) []field {
+func apiFields(t reflect.Type, base uintptr) []field {
 	var out []field
-	for i := range t.NumField() {
-		sf := t.Field(i)
+	for sf := range t.Fields() {
 		jsonName, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		index := append(slices.Clone(prefix), i)
 		if sf.Anonymous && sf.Type.Kind() == reflect.Struct && jsonName == "" {
-			out = append(out, apiFields(sf.Type, index)...) // promoted, exported or not
+			out = append(out, apiFields(sf.Type, base+sf.Offset)...) // promoted, exported or not
 			continue
 		}
 		if !sf.IsExported() || jsonName == "-" {
@@ -217,24 +125,22 @@ func apiFields(t reflect.Type, prefix []int) []field {
 		if jsonName == "" {
 			jsonName = sf.Name
 		}
-		out = append(out, field{name: sf.Name, json: jsonName, index: index, typ: sf.Type})
+		out = append(out, field{name: sf.Name, json: jsonName, off: base + sf.Offset, typ: sf.Type})
 	}
 	return out
 }
 
 // fsmFields lists F's fields that have an API counterpart, with embedded and
 // api:",inline" structs' fields promoted.
-func fsmFields(t reflect.Type, prefix []int) []field {
+func fsmFields(t reflect.Type, base uintptr) []field {
 	var out []field
-	for i := range t.NumField() {
-		sf := t.Field(i)
+	for sf := range t.Fields() {
 		rename, opt, _ := strings.Cut(sf.Tag.Get("api"), ",")
 		if rename == "-" {
 			continue
 		}
-		index := append(slices.Clone(prefix), i)
 		if sf.Type.Kind() == reflect.Struct && (opt == "inline" || sf.Anonymous) {
-			out = append(out, fsmFields(sf.Type, index)...)
+			out = append(out, fsmFields(sf.Type, base+sf.Offset)...)
 			continue
 		}
 		if !sf.IsExported() {
@@ -244,7 +150,7 @@ func fsmFields(t reflect.Type, prefix []int) []field {
 		if rename != "" {
 			name = rename
 		}
-		out = append(out, field{name: name, index: index, typ: sf.Type, unit: sf.Tag.Get("unit")})
+		out = append(out, field{name: name, off: base + sf.Offset, typ: sf.Type, unit: sf.Tag.Get("unit")})
 	}
 	return out
 }

@@ -1,16 +1,16 @@
 package convert
 
 import (
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
-// fieldPlan converts one matched pair of fields.
+// fieldPlan converts one matched pair of fields, at their offsets.
 type fieldPlan struct {
 	json     string
-	a, f     []int
+	a, f     uintptr
 	c        *codec
 	readOnly bool
 }
@@ -25,7 +25,7 @@ func (c *compiler) structPlan(a, f reflect.Type, o options) (*structPlan, error)
 	if a.Kind() != reflect.Struct || f.Kind() != reflect.Struct {
 		return nil, errorf(a, f, "a pair must be two structs")
 	}
-	afs, ffs := apiFields(a, nil), fsmFields(f, nil)
+	afs, ffs := apiFields(a, 0), fsmFields(f, 0)
 	if err := checkOptions(a, f, afs, ffs, o); err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (c *compiler) structPlan(a, f reflect.Type, o options) (*structPlan, error)
 		if err != nil {
 			return nil, errorf(a, f, "field %s: %v", ff.name, err)
 		}
-		plan.fields = append(plan.fields, fieldPlan{json: af.json, a: af.index, f: ff.index, c: cd, readOnly: o.readOnly[ff.name]})
+		plan.fields = append(plan.fields, fieldPlan{json: af.json, a: af.off, f: ff.off, c: cd, readOnly: o.readOnly[ff.name]})
 	}
 	var missing []string
 	for _, af := range afs {
@@ -76,165 +76,23 @@ func checkOptions(a, f reflect.Type, afs, ffs []field, o options) error {
 	return nil
 }
 
-func at(v reflect.Value, index []int) reflect.Value {
-	if len(index) == 1 {
-		return v.Field(index[0])
-	}
-	return v.FieldByIndex(index)
-}
-
-func (p *structPlan) toFSM(s *state, dst, src reflect.Value) {
+func (p *structPlan) toFSM(s *state, dst, src unsafe.Pointer) {
 	for i := range p.fields {
 		fp := &p.fields[i]
 		if fp.readOnly {
 			continue
 		}
-		s.push(fp.json, -1)
-		fp.c.toFSM(s, at(dst, fp.f), at(src, fp.a))
-		s.pop()
+		n := len(s.problems)
+		fp.c.toFSM(s, unsafe.Add(dst, fp.f), unsafe.Add(src, fp.a))
+		if len(s.problems) > n {
+			s.note(n, Step{Name: fp.json, Index: -1})
+		}
 	}
 }
 
-func (p *structPlan) toAPI(dst, src reflect.Value) {
+func (p *structPlan) toAPI(dst, src unsafe.Pointer) {
 	for i := range p.fields {
 		fp := &p.fields[i]
-		fp.c.toAPI(at(dst, fp.a), at(src, fp.f))
+		fp.c.toAPI(unsafe.Add(dst, fp.a), unsafe.Add(src, fp.f))
 	}
-}
-
-// cloneCodec deep-copies a type that both sides share, so the FSM keeps no
-// reference into a request (or a response into the FSM's state).
-func cloneCodec(cd *codec, t reflect.Type) error {
-	clone, err := cloner(t)
-	if err != nil {
-		return err
-	}
-	cd.toFSM = func(_ *state, dst, src reflect.Value) { clone(dst, src) }
-	cd.toAPI = clone
-	return nil
-}
-
-func cloner(t reflect.Type) (func(dst, src reflect.Value), error) {
-	if !hasPointers(t) {
-		return func(dst, src reflect.Value) { dst.Set(src) }, nil
-	}
-	switch t.Kind() {
-	case reflect.Slice:
-		elem, err := cloner(t.Elem())
-		if err != nil {
-			return nil, err
-		}
-		flat := !hasPointers(t.Elem())
-		return func(dst, src reflect.Value) {
-			if src.IsNil() {
-				dst.SetZero()
-				return
-			}
-			out := makeSlice(dst, src.Len())
-			if flat {
-				reflect.Copy(out, src)
-				return
-			}
-			for i := range src.Len() {
-				elem(out.Index(i), src.Index(i))
-			}
-		}, nil
-	case reflect.Map:
-		return mapCloner(t)
-	case reflect.Pointer:
-		elem, err := cloner(t.Elem())
-		if err != nil {
-			return nil, err
-		}
-		return func(dst, src reflect.Value) {
-			if src.IsNil() {
-				dst.SetZero()
-				return
-			}
-			out := reflect.New(t.Elem())
-			elem(out.Elem(), src.Elem())
-			dst.Set(out)
-		}, nil
-	case reflect.Struct:
-		return structCloner(t)
-	}
-	return nil, errorf(t, t, "cannot copy a %s", t.Kind())
-}
-
-func mapCloner(t reflect.Type) (func(dst, src reflect.Value), error) {
-	if hasPointers(t.Key()) {
-		return nil, errorf(t, t, "map keys must be plain values")
-	}
-	if t == reflect.TypeFor[map[string]string]() { // the common case, without reflection per entry
-		return func(dst, src reflect.Value) {
-			if src.IsNil() {
-				dst.SetZero()
-				return
-			}
-			dst.Set(reflect.ValueOf(maps.Clone(src.Interface().(map[string]string))))
-		}, nil
-	}
-	elem, err := cloner(t.Elem())
-	if err != nil {
-		return nil, err
-	}
-	return func(dst, src reflect.Value) {
-		if src.IsNil() {
-			dst.SetZero()
-			return
-		}
-		out := reflect.MakeMapWithSize(t, src.Len())
-		v := reflect.New(t.Elem()).Elem()
-		for it := src.MapRange(); it.Next(); {
-			elem(v, it.Value())
-			out.SetMapIndex(it.Key(), v)
-		}
-		dst.Set(out)
-	}, nil
-}
-
-func structCloner(t reflect.Type) (func(dst, src reflect.Value), error) {
-	type part struct {
-		i     int
-		clone func(dst, src reflect.Value)
-	}
-	var parts []part
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		if !sf.IsExported() {
-			return nil, errorf(t, t, "unexported field %s cannot be copied", sf.Name)
-		}
-		clone, err := cloner(sf.Type)
-		if err != nil {
-			return nil, err
-		}
-		parts = append(parts, part{i, clone})
-	}
-	return func(dst, src reflect.Value) {
-		for _, p := range parts {
-			p.clone(dst.Field(p.i), src.Field(p.i))
-		}
-	}, nil
-}
-
-// hasPointers reports whether a value of t refers to memory a copy would
-// share. Strings are immutable, and a time.Time's location is shared by
-// design, so both copy as values.
-func hasPointers(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
-		return true
-	case reflect.Array:
-		return hasPointers(t.Elem())
-	case reflect.Struct:
-		if t == timeType {
-			return false
-		}
-		for i := range t.NumField() {
-			if hasPointers(t.Field(i).Type) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"time"
+	"unsafe"
 )
 
 // MaxUnits bounds API quantities before they become milli-units, far below
@@ -26,17 +27,17 @@ func unitCodec(cd *codec, a, f reflect.Type, unit string) error {
 	}
 	switch {
 	case unit == "milli" && a.Kind() == reflect.Float64:
-		cd.toFSM = func(s *state, dst, src reflect.Value) { dst.SetInt(s.check(ToMilli(src.Float()))) }
-		cd.toAPI = func(dst, src reflect.Value) { dst.SetFloat(FromMilli(src.Int())) }
+		cd.toFSM = func(s *state, dst, src unsafe.Pointer) { *(*int64)(dst) = s.check(ToMilli(*(*float64)(src))) }
+		cd.toAPI = func(dst, src unsafe.Pointer) { *(*float64)(dst) = FromMilli(*(*int64)(src)) }
 	case unit == "instant" && a.Kind() == reflect.String:
-		cd.toFSM = func(s *state, dst, src reflect.Value) { dst.SetInt(s.check(ParseInstant(src.String()))) }
-		cd.toAPI = func(dst, src reflect.Value) { dst.SetString(FormatInstant(src.Int())) }
+		cd.toFSM = func(s *state, dst, src unsafe.Pointer) { *(*int64)(dst) = s.check(ParseInstant(*(*string)(src))) }
+		cd.toAPI = func(dst, src unsafe.Pointer) { *(*string)(dst) = FormatInstant(*(*int64)(src)) }
 	case unit == "instant" && a == timeType:
-		cd.toFSM = func(s *state, dst, src reflect.Value) { dst.SetInt(s.check(instantOf(src.Interface().(time.Time)))) }
-		cd.toAPI = func(dst, src reflect.Value) { dst.Set(reflect.ValueOf(Instant(src.Int()))) }
+		cd.toFSM = func(s *state, dst, src unsafe.Pointer) { *(*int64)(dst) = s.check(instantOf(*(*time.Time)(src))) }
+		cd.toAPI = func(dst, src unsafe.Pointer) { *(*time.Time)(dst) = Instant(*(*int64)(src)) }
 	case unit == "duration" && a.Kind() == reflect.String:
-		cd.toFSM = func(s *state, dst, src reflect.Value) { dst.SetInt(s.check(ParseDuration(src.String()))) }
-		cd.toAPI = func(dst, src reflect.Value) { dst.SetString(FormatDuration(src.Int())) }
+		cd.toFSM = func(s *state, dst, src unsafe.Pointer) { *(*int64)(dst) = s.check(ParseDuration(*(*string)(src))) }
+		cd.toAPI = func(dst, src unsafe.Pointer) { *(*string)(dst) = FormatDuration(*(*int64)(src)) }
 	default:
 		return errorf(a, f, "unit %q cannot convert from %s", unit, a)
 	}
