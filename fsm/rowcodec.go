@@ -30,11 +30,10 @@ var errRowTruncated = errors.New("row truncated")
 
 type rowEnc struct{ b []byte }
 
-func (e *rowEnc) uint(v uint64)   { e.b = binary.AppendUvarint(e.b, v) }
-func (e *rowEnc) int(v int64)     { e.b = binary.AppendVarint(e.b, v) }
-func (e *rowEnc) str(s string)    { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
-func (e *rowEnc) count(n int)     { e.uint(uint64(n) + 1) }
-func (e *rowEnc) present(ok bool) { e.bool(ok) }
+func (e *rowEnc) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *rowEnc) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *rowEnc) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *rowEnc) count(n int)   { e.uint(uint64(n) + 1) }
 
 func (e *rowEnc) bool(v bool) {
 	if v {
@@ -181,10 +180,6 @@ func rowListDec[T any](d *rowDec, each func(*rowDec, *T)) []T {
 	return out
 }
 
-func (d *rowDec) strs() []string { return rowListDec(d, func(d *rowDec, v *string) { *v = d.str() }) }
-func (d *rowDec) names() []string {
-	return rowListDec(d, func(d *rowDec, v *string) { *v = d.name() })
-}
 func (d *rowDec) ints() []int { return rowListDec(d, func(d *rowDec, v *int) { *v = int(d.int()) }) }
 
 func (d *rowDec) strMap() map[string]string {

@@ -51,12 +51,25 @@ func scalarCodec(t reflect.Type, intern bool) *valueCodec {
 			dec:    func(d *rowDec, p unsafe.Pointer) { *(*uint64)(p) = d.uint() },
 			isZero: func(p unsafe.Pointer) bool { return *(*uint64)(p) == 0 },
 		}
+	default:
+		v = collectionCodec(t, intern)
+		if v == nil {
+			return nil
+		}
+	}
+	v.decV1 = v.dec // scalars and lists of them are written alike in both layouts
+	return v
+}
+
+// collectionCodec covers the lists and maps of scalars rows hold.
+func collectionCodec(t reflect.Type, intern bool) *valueCodec {
+	switch t {
 	case reflect.TypeFor[[]string]():
 		read := (*rowDec).str
 		if intern {
 			read = (*rowDec).name
 		}
-		v = &valueCodec{
+		return &valueCodec{
 			enc: func(e *rowEnc, p unsafe.Pointer) { e.strs(*(*[]string)(p)) },
 			dec: func(d *rowDec, p unsafe.Pointer) {
 				*(*[]string)(p) = rowListDec(d, func(d *rowDec, s *string) { *s = read(d) })
@@ -64,28 +77,25 @@ func scalarCodec(t reflect.Type, intern bool) *valueCodec {
 			isZero: isNil,
 		}
 	case reflect.TypeFor[[]int]():
-		v = &valueCodec{
+		return &valueCodec{
 			enc:    func(e *rowEnc, p unsafe.Pointer) { e.ints(*(*[]int)(p)) },
 			dec:    func(d *rowDec, p unsafe.Pointer) { *(*[]int)(p) = d.ints() },
 			isZero: isNil,
 		}
 	case reflect.TypeFor[map[string]string]():
-		v = &valueCodec{
+		return &valueCodec{
 			enc:    func(e *rowEnc, p unsafe.Pointer) { e.strMap(*(*map[string]string)(p)) },
 			dec:    func(d *rowDec, p unsafe.Pointer) { *(*map[string]string)(p) = d.strMap() },
 			isZero: isNil,
 		}
 	case reflect.TypeFor[map[string]int]():
-		v = &valueCodec{
+		return &valueCodec{
 			enc:    func(e *rowEnc, p unsafe.Pointer) { encIntMap(e, *(*map[string]int)(p)) },
 			dec:    func(d *rowDec, p unsafe.Pointer) { *(*map[string]int)(p) = decIntMap(d) },
 			isZero: isNil,
 		}
-	default:
-		return nil
 	}
-	v.decV1 = v.dec // scalars and lists of them are written alike in both layouts
-	return v
+	return nil
 }
 
 func stringCodec(intern bool) *valueCodec {
