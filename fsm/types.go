@@ -7,6 +7,12 @@ import (
 	"github.com/amserver/amserver/ledger"
 )
 
+// The state's types say how they convert in their struct tags, so a field
+// is declared once: json names it in Raft commands (msgpack reads json
+// tags) and in the digest; unit and api pair it with its wire field
+// (internal/convert); row numbers it in snapshot records (rowcodec.go).
+// Adding a field without the tags its neighbours have fails at init.
+
 // Node statuses (DESIGN §2.1, §4).
 const (
 	NodeReady   = api.NodeReady
@@ -82,7 +88,7 @@ const (
 // Types without units are the wire types themselves (package api): the API
 // edge copies them, and nothing here can drift from what clients send. A
 // type that gains a quantity or a time stops being an alias and gets unit
-// tags (convert.go).
+// tags.
 type (
 	Tier        = api.Tier
 	Provisioner = api.Provisioner
