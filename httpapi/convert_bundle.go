@@ -17,6 +17,7 @@ var (
 	// devices are read from its grant (the ledger slot and grant stay inside).
 	replicaPair   = convert.MustPair[api.Replica, fsm.Replica](convert.Skip("Index", "Epoch", "Jobs"))
 	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs"))
+	gpuSharePair  = convert.MustPair[api.GPUShare, ledger.GPUShare]()
 )
 
 // specFromAPI converts a submitted spec. Problems (bad times, negative or
@@ -72,7 +73,8 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 func grantDevices(g ledger.Grant) ([]int, *api.GPUShare, []int) {
 	var share *api.GPUShare
 	if g.GPU != nil {
-		share = &api.GPUShare{Index: g.GPU.Index, Capacity: convert.FromMilli(g.GPU.Capacity)}
+		share = &api.GPUShare{}
+		gpuSharePair.ToAPI(share, g.GPU)
 	}
 	return slices.Clone(g.Cores), share, slices.Clone(g.ExclusiveGPUs)
 }

@@ -17,6 +17,7 @@ var (
 	// A read computes these from the state, the pool and the gossip view.
 	nodePair = convert.MustPair[api.Node, fsm.Node](
 		convert.Skip("Capabilities", "Cordoned", "LastSeen", "Tier", "Allocatable", "Reserved", "Assignments"))
+	gpuUsePair = convert.MustPair[api.GPUReserved, ledger.GPUUse]()
 )
 
 // nodeFromAPI converts a registration; id comes from the path.
@@ -92,8 +93,8 @@ func reservedToAPI(u ledger.Usage) api.Reserved {
 	if out.CoreSet == nil {
 		out.CoreSet = []int{}
 	}
-	for i, g := range u.GPUs {
-		out.GPUs[i] = api.GPUReserved{Index: g.Index, Capacity: convert.FromMilli(g.Capacity), Exclusive: g.Exclusive}
+	for i := range u.GPUs {
+		gpuUsePair.ToAPI(&out.GPUs[i], &u.GPUs[i])
 	}
 	for i, c := range u.Capabilities {
 		out.Capabilities[i] = api.CapabilityCount(c)
