@@ -13,8 +13,9 @@ import (
 // one bundle row, most of a 100,000-bundle snapshot's save and a share of
 // its restore. The codec follows from the row types (rowcodec_compile.go):
 //
-//	struct   each non-zero field as its number (uvarint) then its value, in
-//	         number order, then 0; an unknown or repeated number is damage
+//	struct   a mask of its non-zero fields (uvarint, bit N-1 for field
+//	         number N), then their values in number order; a field this
+//	         reader does not know is refused
 //	integer  zig-zag varint (signed) or uvarint
 //	bool     one byte, 0 or 1
 //	string   uvarint length, then the bytes

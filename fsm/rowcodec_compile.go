@@ -12,8 +12,8 @@ import (
 // The row codec is compiled once per row type from its struct fields
 // (rowcodec.go says what the bytes are). Every field carries
 // `row:"N"` or `row:"N,intern"`: N is its number in the record, never
-// reused, so a field can be appended (or retired) without touching the
-// bytes of the others; intern shares each distinct value of a field that
+// reused, so a field can be appended without a new section kind (older
+// records read it as zero); intern shares each distinct value of a field that
 // repeats across rows (node ids, states, names) during a restore. A field
 // without a number stops the program at init: no field is left out of a
 // snapshot by accident.
@@ -46,6 +46,7 @@ type structCodec struct {
 	typ    reflect.Type
 	fields []rowField
 	byNum  []*rowField
+	known  uint64 // bit N-1 set for each field number N
 	v1     []*rowField
 }
 
@@ -120,6 +121,7 @@ func (c *rowCompiler) structOf(t reflect.Type) (*structCodec, error) {
 			return nil, fmt.Errorf("row codec: %s.%s and %s share number %d", t, f.name, sc.byNum[f.num].name, f.num)
 		}
 		sc.byNum[f.num] = f
+		sc.known |= 1 << (f.num - 1)
 	}
 	return sc, c.layoutV1(sc)
 }
@@ -130,9 +132,9 @@ func (c *rowCompiler) field(t reflect.Type, sf reflect.StructField) (rowField, e
 		return rowField{}, fmt.Errorf("row codec: %s.%s has no row tag: give it the next free number", t, sf.Name)
 	}
 	numText, opt, _ := strings.Cut(tag, ",")
-	num, err := strconv.ParseUint(numText, 10, 16)
-	if err != nil || num == 0 || (opt != "" && opt != "intern") {
-		return rowField{}, fmt.Errorf("row codec: %s.%s: bad row tag %q (want N or N,intern with N >= 1)", t, sf.Name, tag)
+	num, err := strconv.ParseUint(numText, 10, 8)
+	if err != nil || num == 0 || num > 64 || (opt != "" && opt != "intern") {
+		return rowField{}, fmt.Errorf("row codec: %s.%s: bad row tag %q (want N or N,intern with N in 1..64)", t, sf.Name, tag)
 	}
 	val, err := c.value(sf.Type, opt == "intern")
 	if err != nil {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"reflect"
 	"slices"
 	"unsafe"
@@ -199,37 +200,35 @@ func structSliceCodec(t reflect.Type, sc *structCodec) *valueCodec {
 	}
 }
 
-// enc writes the fields that are not zero, each as its number then its
-// value, in number order, then 0. Equal values therefore encode equally.
+// enc writes a mask of the fields that are not zero (bit N-1 for field
+// N), then their values in number order. Equal values therefore encode
+// equally, and an empty field costs nothing.
 func (sc *structCodec) enc(e *rowEnc, p unsafe.Pointer) {
+	var mask uint64
 	for i := range sc.fields {
 		f := &sc.fields[i]
-		fp := unsafe.Add(p, f.off)
-		if f.val.isZero(fp) {
-			continue
+		if !f.val.isZero(unsafe.Add(p, f.off)) {
+			mask |= 1 << (f.num - 1)
 		}
-		e.uint(f.num)
-		f.val.enc(e, fp)
 	}
-	e.uint(0)
+	e.uint(mask)
+	for i := range sc.fields {
+		if f := &sc.fields[i]; mask&(1<<(f.num-1)) != 0 {
+			f.val.enc(e, unsafe.Add(p, f.off))
+		}
+	}
 }
 
-// dec reads what enc wrote into a zero struct. Numbers must ascend; a
-// number this server does not know means a newer writer, and is refused
-// rather than skipped.
+// dec reads what enc wrote into a zero struct. A field this server does
+// not know means a newer writer, and is refused rather than skipped.
 func (sc *structCodec) dec(d *rowDec, p unsafe.Pointer) {
-	var last uint64
-	for d.err == nil {
-		num := d.uint()
-		if num == 0 {
-			return
-		}
-		if num <= last || num >= uint64(len(sc.byNum)) || sc.byNum[num] == nil {
-			d.fail(fmt.Errorf("%s: unexpected field %d after %d", sc.typ.Name(), num, last))
-			return
-		}
-		last = num
-		f := sc.byNum[num]
+	mask := d.uint()
+	if unknown := mask &^ sc.known; unknown != 0 {
+		d.fail(fmt.Errorf("%s: unknown field %d", sc.typ.Name(), bits.TrailingZeros64(unknown)+1))
+		return
+	}
+	for ; mask != 0 && d.err == nil; mask &= mask - 1 {
+		f := sc.byNum[bits.TrailingZeros64(mask)+1]
 		f.val.dec(d, unsafe.Add(p, f.off))
 	}
 }

@@ -138,9 +138,11 @@ func TestSnapshotStoresOnlyServiceReservations(t *testing.T) {
 }
 
 // TestRestoreRowCodecV1Snapshot: a snapshot written with the positional row
-// codec (section kinds 11 and 12; testdata/snapshot_v1.snap holds the
-// compat fixture plus rows with every field set) restores to the state it
-// was taken from: the digest is the one its writer computed.
+// codec (section kinds 11 and 12) restores to the state it was taken from:
+// the digest is the one its writer computed. testdata/snapshot_v1.snap was
+// written at commit eef47a6 from the compat fixture plus three bundles and
+// three assignments with every field set (fill.New), and the digest in
+// rows_v1.json is that state's, computed there.
 func TestRestoreRowCodecV1Snapshot(t *testing.T) {
 	data, err := os.ReadFile("testdata/snapshot_v1.snap")
 	if err != nil {

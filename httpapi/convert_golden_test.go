@@ -93,8 +93,8 @@ func badInputs(out map[string]any) {
 
 // TestConvertMatchesGolden: every converter answers, in JSON, exactly what
 // the hand-written converters answered before the conversion followed from
-// the types (testdata/convert_golden.json was written by them), errors and
-// their field paths included. FSM values (the ...FromAPI entries) are
+// the types (testdata/convert_golden.json was written by them, at commit
+// eef47a6, from these same inputs), errors and their field paths included. FSM values (the ...FromAPI entries) are
 // compared without their empty fields: the unit-free FSM types are now the
 // wire types, whose JSON omits empty strings, and an empty list in a
 // request stays empty rather than nil; neither survives the Raft command's
