@@ -25,19 +25,25 @@ import (
 // valueCodec encodes one Go type. enc and dec are the current layout;
 // decV1 reads the positional layout of section kinds 11 and 12.
 type valueCodec struct {
-	enc    func(e *rowEnc, p unsafe.Pointer)
-	dec    func(d *rowDec, p unsafe.Pointer)
-	decV1  func(d *rowDec, p unsafe.Pointer)
-	isZero func(p unsafe.Pointer) bool // omitted from the record when true
-	elem   *structCodec                // the struct inside, for structs and lists or pointers of them
+	enc   func(e *rowEnc, p unsafe.Pointer)
+	dec   func(d *rowDec, p unsafe.Pointer)
+	decV1 func(d *rowDec, p unsafe.Pointer)
+	kind  fieldKind    // scalars are handled inline by the row loops
+	elem  *structCodec // the struct inside, for structs and lists or pointers of them
 }
 
-// rowField is one numbered field of a struct.
+// rowField is one numbered field of a struct, its value's codec copied in
+// so the per-row loops follow no extra pointer.
 type rowField struct {
-	name string
-	num  uint64
-	off  uintptr
-	val  *valueCodec
+	name  string
+	num   uint64
+	bit   uint64 // 1 << (num-1), its bit in the struct's mask
+	off   uintptr
+	kind  fieldKind
+	enc   func(e *rowEnc, p unsafe.Pointer)
+	dec   func(d *rowDec, p unsafe.Pointer)
+	decV1 func(d *rowDec, p unsafe.Pointer)
+	elem  *structCodec
 }
 
 // structCodec is a struct's fields in number order, with a lookup by
@@ -81,8 +87,8 @@ func checkV1(sc *structCodec, seen map[*structCodec]bool) error {
 		return fmt.Errorf("row codec: %s is in v1 records but has no v1 field order", sc.typ)
 	}
 	for _, f := range sc.v1 {
-		if f.val.elem != nil {
-			if err := checkV1(f.val.elem, seen); err != nil {
+		if f.elem != nil {
+			if err := checkV1(f.elem, seen); err != nil {
 				return err
 			}
 		}
@@ -121,7 +127,7 @@ func (c *rowCompiler) structOf(t reflect.Type) (*structCodec, error) {
 			return nil, fmt.Errorf("row codec: %s.%s and %s share number %d", t, f.name, sc.byNum[f.num].name, f.num)
 		}
 		sc.byNum[f.num] = f
-		sc.known |= 1 << (f.num - 1)
+		sc.known |= f.bit
 	}
 	return sc, c.layoutV1(sc)
 }
@@ -140,7 +146,8 @@ func (c *rowCompiler) field(t reflect.Type, sf reflect.StructField) (rowField, e
 	if err != nil {
 		return rowField{}, fmt.Errorf("row codec: %s.%s: %w", t, sf.Name, err)
 	}
-	return rowField{name: sf.Name, num: num, off: sf.Offset, val: val}, nil
+	return rowField{name: sf.Name, num: num, bit: 1 << (num - 1), off: sf.Offset, kind: val.kind,
+		enc: val.enc, dec: val.dec, decV1: val.decV1, elem: val.elem}, nil
 }
 
 // layoutV1 resolves the positional order of the v1 layout, for the types
@@ -172,7 +179,7 @@ func (c *rowCompiler) value(t reflect.Type, intern bool) (*valueCodec, error) {
 		}
 		// A struct value is always written (a terminator at least), so
 		// its emptiness costs no deep test.
-		return &valueCodec{enc: sc.enc, dec: sc.dec, decV1: sc.decV1, isZero: func(unsafe.Pointer) bool { return false }, elem: sc}, nil
+		return &valueCodec{enc: sc.enc, dec: sc.dec, decV1: sc.decV1, kind: kindStruct, elem: sc}, nil
 	case reflect.Pointer:
 		if t.Elem().Kind() != reflect.Struct {
 			break

@@ -20,8 +20,38 @@ type sliceHeader struct {
 	cap  int
 }
 
-// isNil is the zero test of slices, maps and pointers: their first word.
-func isNil(p unsafe.Pointer) bool { return *(*unsafe.Pointer)(p) == nil }
+// fieldKind lets the per-row loops handle scalar fields inline: a switch
+// costs less than a call per field, and rows are mostly scalars. Other
+// fields go through their codec's functions.
+type fieldKind uint8
+
+const (
+	kindStruct fieldKind = iota // a struct value: always written
+	kindString
+	kindName // a string interned on decode
+	kindBool
+	kindInt
+	kindInt64
+	kindUint64
+	kindRef // a slice, map or pointer: nil is omitted
+)
+
+// isZero reports whether a field at p holds the value a record leaves out.
+func isZero(k fieldKind, p unsafe.Pointer) bool {
+	switch k {
+	case kindString, kindName:
+		return len(*(*string)(p)) == 0
+	case kindBool:
+		return !*(*bool)(p)
+	case kindInt:
+		return *(*int)(p) == 0
+	case kindInt64, kindUint64:
+		return *(*uint64)(p) == 0
+	case kindRef:
+		return *(*unsafe.Pointer)(p) == nil
+	}
+	return false
+}
 
 func scalarCodec(t reflect.Type, intern bool) *valueCodec {
 	var v *valueCodec
@@ -30,27 +60,27 @@ func scalarCodec(t reflect.Type, intern bool) *valueCodec {
 		v = stringCodec(intern)
 	case reflect.TypeFor[bool]():
 		v = &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { e.bool(*(*bool)(p)) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*bool)(p) = d.bool() },
-			isZero: func(p unsafe.Pointer) bool { return !*(*bool)(p) },
+			enc:  func(e *rowEnc, p unsafe.Pointer) { e.bool(*(*bool)(p)) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*bool)(p) = d.bool() },
+			kind: kindBool,
 		}
 	case reflect.TypeFor[int]():
 		v = &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { e.int(int64(*(*int)(p))) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*int)(p) = int(d.int()) },
-			isZero: func(p unsafe.Pointer) bool { return *(*int)(p) == 0 },
+			enc:  func(e *rowEnc, p unsafe.Pointer) { e.int(int64(*(*int)(p))) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*int)(p) = int(d.int()) },
+			kind: kindInt,
 		}
 	case reflect.TypeFor[int64]():
 		v = &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { e.int(*(*int64)(p)) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*int64)(p) = d.int() },
-			isZero: func(p unsafe.Pointer) bool { return *(*int64)(p) == 0 },
+			enc:  func(e *rowEnc, p unsafe.Pointer) { e.int(*(*int64)(p)) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*int64)(p) = d.int() },
+			kind: kindInt64,
 		}
 	case reflect.TypeFor[uint64]():
 		v = &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { e.uint(*(*uint64)(p)) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*uint64)(p) = d.uint() },
-			isZero: func(p unsafe.Pointer) bool { return *(*uint64)(p) == 0 },
+			enc:  func(e *rowEnc, p unsafe.Pointer) { e.uint(*(*uint64)(p)) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*uint64)(p) = d.uint() },
+			kind: kindUint64,
 		}
 	default:
 		v = collectionCodec(t, intern)
@@ -75,25 +105,25 @@ func collectionCodec(t reflect.Type, intern bool) *valueCodec {
 			dec: func(d *rowDec, p unsafe.Pointer) {
 				*(*[]string)(p) = rowListDec(d, func(d *rowDec, s *string) { *s = read(d) })
 			},
-			isZero: isNil,
+			kind: kindRef,
 		}
 	case reflect.TypeFor[[]int]():
 		return &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { e.ints(*(*[]int)(p)) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*[]int)(p) = d.ints() },
-			isZero: isNil,
+			enc:  func(e *rowEnc, p unsafe.Pointer) { e.ints(*(*[]int)(p)) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*[]int)(p) = d.ints() },
+			kind: kindRef,
 		}
 	case reflect.TypeFor[map[string]string]():
 		return &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { e.strMap(*(*map[string]string)(p)) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*map[string]string)(p) = d.strMap() },
-			isZero: isNil,
+			enc:  func(e *rowEnc, p unsafe.Pointer) { e.strMap(*(*map[string]string)(p)) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*map[string]string)(p) = d.strMap() },
+			kind: kindRef,
 		}
 	case reflect.TypeFor[map[string]int]():
 		return &valueCodec{
-			enc:    func(e *rowEnc, p unsafe.Pointer) { encIntMap(e, *(*map[string]int)(p)) },
-			dec:    func(d *rowDec, p unsafe.Pointer) { *(*map[string]int)(p) = decIntMap(d) },
-			isZero: isNil,
+			enc:  func(e *rowEnc, p unsafe.Pointer) { encIntMap(e, *(*map[string]int)(p)) },
+			dec:  func(d *rowDec, p unsafe.Pointer) { *(*map[string]int)(p) = decIntMap(d) },
+			kind: kindRef,
 		}
 	}
 	return nil
@@ -101,12 +131,13 @@ func collectionCodec(t reflect.Type, intern bool) *valueCodec {
 
 func stringCodec(intern bool) *valueCodec {
 	v := &valueCodec{
-		enc:    func(e *rowEnc, p unsafe.Pointer) { e.str(*(*string)(p)) },
-		dec:    func(d *rowDec, p unsafe.Pointer) { *(*string)(p) = d.str() },
-		isZero: func(p unsafe.Pointer) bool { return *(*string)(p) == "" },
+		enc:  func(e *rowEnc, p unsafe.Pointer) { e.str(*(*string)(p)) },
+		dec:  func(d *rowDec, p unsafe.Pointer) { *(*string)(p) = d.str() },
+		kind: kindString,
 	}
 	if intern {
 		v.dec = func(d *rowDec, p unsafe.Pointer) { *(*string)(p) = d.name() }
+		v.kind = kindName
 	}
 	return v
 }
@@ -154,8 +185,8 @@ func pointerCodec(sc *structCodec) *valueCodec {
 			sc.decV1(d, v.UnsafePointer())
 			*(*unsafe.Pointer)(p) = v.UnsafePointer()
 		},
-		isZero: isNil,
-		elem:   sc,
+		kind: kindRef,
+		elem: sc,
 	}
 }
 
@@ -193,10 +224,10 @@ func structSliceCodec(t reflect.Type, sc *structCodec) *valueCodec {
 				sc.enc(e, unsafe.Add(h.data, uintptr(i)*size))
 			}
 		},
-		dec:    func(d *rowDec, p unsafe.Pointer) { decode(d, p, sc.dec) },
-		decV1:  func(d *rowDec, p unsafe.Pointer) { decode(d, p, sc.decV1) },
-		isZero: isNil,
-		elem:   sc,
+		dec:   func(d *rowDec, p unsafe.Pointer) { decode(d, p, sc.dec) },
+		decV1: func(d *rowDec, p unsafe.Pointer) { decode(d, p, sc.decV1) },
+		kind:  kindRef,
+		elem:  sc,
 	}
 }
 
@@ -206,15 +237,28 @@ func structSliceCodec(t reflect.Type, sc *structCodec) *valueCodec {
 func (sc *structCodec) enc(e *rowEnc, p unsafe.Pointer) {
 	var mask uint64
 	for i := range sc.fields {
-		f := &sc.fields[i]
-		if !f.val.isZero(unsafe.Add(p, f.off)) {
-			mask |= 1 << (f.num - 1)
+		if f := &sc.fields[i]; !isZero(f.kind, unsafe.Add(p, f.off)) {
+			mask |= f.bit
 		}
 	}
 	e.uint(mask)
 	for i := range sc.fields {
-		if f := &sc.fields[i]; mask&(1<<(f.num-1)) != 0 {
-			f.val.enc(e, unsafe.Add(p, f.off))
+		f := &sc.fields[i]
+		if mask&f.bit == 0 {
+			continue
+		}
+		fp := unsafe.Add(p, f.off)
+		switch f.kind {
+		case kindString, kindName:
+			e.str(*(*string)(fp))
+		case kindInt:
+			e.int(int64(*(*int)(fp)))
+		case kindInt64:
+			e.int(*(*int64)(fp))
+		case kindUint64:
+			e.uint(*(*uint64)(fp))
+		default:
+			f.enc(e, fp)
 		}
 	}
 }
@@ -229,7 +273,21 @@ func (sc *structCodec) dec(d *rowDec, p unsafe.Pointer) {
 	}
 	for ; mask != 0 && d.err == nil; mask &= mask - 1 {
 		f := sc.byNum[bits.TrailingZeros64(mask)+1]
-		f.val.dec(d, unsafe.Add(p, f.off))
+		fp := unsafe.Add(p, f.off)
+		switch f.kind {
+		case kindString:
+			*(*string)(fp) = d.str()
+		case kindName:
+			*(*string)(fp) = d.name()
+		case kindInt:
+			*(*int)(fp) = int(d.int())
+		case kindInt64:
+			*(*int64)(fp) = d.int()
+		case kindUint64:
+			*(*uint64)(fp) = d.uint()
+		default:
+			f.dec(d, fp)
+		}
 	}
 }
 
@@ -237,6 +295,6 @@ func (sc *structCodec) dec(d *rowDec, p unsafe.Pointer) {
 // structs inline.
 func (sc *structCodec) decV1(d *rowDec, p unsafe.Pointer) {
 	for _, f := range sc.v1 {
-		f.val.decV1(d, unsafe.Add(p, f.off))
+		f.decV1(d, unsafe.Add(p, f.off))
 	}
 }
