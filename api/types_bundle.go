@@ -50,15 +50,15 @@ type Requirements struct {
 
 // Affinity is a soft constraint with a weight in -100..100.
 type Affinity struct {
-	Expression string `json:"expression"`
-	Weight     int    `json:"weight"`
+	Expression string `json:"expression" row:"1"`
+	Weight     int    `json:"weight" row:"2"`
 }
 
 // Launch says how a worker runs a job; it is opaque to placement.
 type Launch struct {
-	Driver  string            `json:"driver,omitempty"`
-	Command []string          `json:"command,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
+	Driver  string            `json:"driver,omitempty" row:"1,intern"`
+	Command []string          `json:"command,omitempty" row:"2"`
+	Env     map[string]string `json:"env,omitempty" row:"3"`
 }
 
 // Job is one member of a bundle.
@@ -75,17 +75,17 @@ type Job struct {
 
 // Placement holds the intra-replica rules.
 type Placement struct {
-	SameNodeDefault bool   `json:"sameNodeDefault"`
-	SameAz          string `json:"sameAz,omitempty"`
+	SameNodeDefault bool   `json:"sameNodeDefault" row:"1"`
+	SameAz          string `json:"sameAz,omitempty" row:"2,intern"`
 }
 
 // Resilience asks for a backup replica kept out of the primary's failure
 // domains; each rule is "allow" or "forbid".
 type Resilience struct {
-	Pool      string `json:"pool,omitempty"`
-	SameNode  string `json:"sameNode,omitempty"`
-	SameAz    string `json:"sameAz,omitempty"`
-	SameCloud string `json:"sameCloud,omitempty"`
+	Pool      string `json:"pool,omitempty" row:"1,intern"`
+	SameNode  string `json:"sameNode,omitempty" row:"2,intern"`
+	SameAz    string `json:"sameAz,omitempty" row:"3,intern"`
+	SameCloud string `json:"sameCloud,omitempty" row:"4,intern"`
 }
 
 // BundleSpec is what a user submits (POST /v1/bundles, PUT
@@ -137,16 +137,16 @@ type Degradation struct {
 
 // NearestMiss names the node that came closest and the stage that stopped it.
 type NearestMiss struct {
-	NodeID string `json:"nodeId"`
-	Stage  string `json:"stage"`
-	Detail string `json:"detail"`
+	NodeID string `json:"nodeId" row:"1,intern"`
+	Stage  string `json:"stage" row:"2,intern"`
+	Detail string `json:"detail" row:"3"`
 }
 
 // Explain says why something is unplaced (DESIGN §3.7).
 type Explain struct {
-	NodesEvaluated int            `json:"nodesEvaluated"`
-	Filtered       map[string]int `json:"filtered"`
-	NearestMiss    *NearestMiss   `json:"nearestMiss,omitempty"`
+	NodesEvaluated int            `json:"nodesEvaluated" row:"1"`
+	Filtered       map[string]int `json:"filtered" row:"2"`
+	NearestMiss    *NearestMiss   `json:"nearestMiss,omitempty" row:"3"`
 }
 
 // Bundle is a spec plus its replicated, read-only status.

@@ -25,12 +25,12 @@ const maxACLField = 256
 type ACLToken struct {
 	AccessorID string
 	// SecretHash is the hex SHA-256 of the secret the client sends.
-	SecretHash  string
+	SecretHash  string `api:"-"`
 	Kind        string
 	NodeID      string
 	Description string
 	// CreateTime is the leader's clock at creation (unix nanoseconds).
-	CreateTime  int64
+	CreateTime  int64 `unit:"instant"`
 	CreateIndex uint64
 	ModifyIndex uint64
 }

@@ -103,3 +103,26 @@ func BenchmarkStateBytesPerBundle(b *testing.B) {
 		runtime.KeepAlive(h)
 	}
 }
+
+// BenchmarkSnapshot100kParts times a save and a restore of 100,000 placed
+// bundles apart, on one fixture.
+func BenchmarkSnapshot100kParts(b *testing.B) {
+	h := snapshotFixture(b, 100_000)
+	snap, _ := h.fsm.Snapshot()
+	var buf bytes.Buffer
+	b.Run("save", func(b *testing.B) {
+		for b.Loop() {
+			buf.Reset()
+			if err := WriteSnapshot(&buf, snap.(*fsmSnapshot).db, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("restore", func(b *testing.B) {
+		for b.Loop() {
+			if err := New(Config{}).Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -19,7 +19,7 @@ type PoolNodeStatus struct {
 	Status       string // the node's own status; empty while spawning
 	InstanceType string // provisioned nodes only
 	RequestID    string // provisioned nodes only
-	Since        int64  // spawning: create time; idle: idle since; draining: delete time
+	Since        int64  `unit:"instant"` // spawning: create time; idle: idle since; draining: delete time
 }
 
 // PoolStatus groups a pool's nodes and spawns by state.

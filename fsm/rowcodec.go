@@ -11,25 +11,30 @@ import (
 // A compact binary encoding for the snapshot's two big tables, bundles and
 // assignments. Reflective msgpack spent ~8 µs encoding and ~11 µs decoding
 // one bundle row, most of a 100,000-bundle snapshot's save and a share of
-// its restore; this codec is written out field by field. Integers are
-// varints, strings length-prefixed, and a slice, map or pointer carries
-// len+1 (or 1) with 0 for nil, so nil and empty survive a round trip as
-// they do in msgpack (the state digest tells them apart). Map keys are
-// sorted, so equal rows encode to equal bytes.
+// its restore. The codec follows from the row types (rowcodec_compile.go):
 //
-// The layout is fixed per section kind (snapshot.go): a row type gaining a
-// field needs a new kind, and TestRowCodecCoversEveryField fails until the
-// codec is told about it.
+//	struct   a mask of its non-zero fields (uvarint, bit N-1 for field
+//	         number N), then their values in number order; a field this
+//	         reader does not know is refused
+//	integer  zig-zag varint (signed) or uvarint
+//	bool     one byte, 0 or 1
+//	string   uvarint length, then the bytes
+//	list,map uvarint length+1 (0 for nil), then the elements; map keys
+//	         sorted, so equal rows encode to equal bytes
+//	pointer  the struct it points to; nil is an omitted field
+//
+// Nil and empty survive a round trip as they do in msgpack (the state
+// digest tells them apart). Section kinds 11 and 12 hold the older,
+// positional layout (rowLayoutV1), which restore still reads.
 
 var errRowTruncated = errors.New("row truncated")
 
 type rowEnc struct{ b []byte }
 
-func (e *rowEnc) uint(v uint64)   { e.b = binary.AppendUvarint(e.b, v) }
-func (e *rowEnc) int(v int64)     { e.b = binary.AppendVarint(e.b, v) }
-func (e *rowEnc) str(s string)    { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
-func (e *rowEnc) count(n int)     { e.uint(uint64(n) + 1) }
-func (e *rowEnc) present(ok bool) { e.bool(ok) }
+func (e *rowEnc) uint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *rowEnc) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
+func (e *rowEnc) str(s string)  { e.uint(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *rowEnc) count(n int)   { e.uint(uint64(n) + 1) }
 
 func (e *rowEnc) bool(v bool) {
 	if v {
@@ -176,10 +181,6 @@ func rowListDec[T any](d *rowDec, each func(*rowDec, *T)) []T {
 	return out
 }
 
-func (d *rowDec) strs() []string { return rowListDec(d, func(d *rowDec, v *string) { *v = d.str() }) }
-func (d *rowDec) names() []string {
-	return rowListDec(d, func(d *rowDec, v *string) { *v = d.name() })
-}
 func (d *rowDec) ints() []int { return rowListDec(d, func(d *rowDec, v *int) { *v = int(d.int()) }) }
 
 func (d *rowDec) strMap() map[string]string {

@@ -32,10 +32,12 @@ type section struct {
 var sections = []section{
 	{kind: 1, table: tableNodes, row: func() any { return &Node{} }},
 	{kind: 2, table: tablePools, row: func() any { return &Pool{} }},
-	// Kinds 3 and 5 held bundles and assignments in msgpack; 11 and 12 hold
-	// them in the row codec, which saves and restores several times faster.
+	// Kinds 3 and 5 held bundles and assignments in msgpack; 11 and 12 in the
+	// row codec's positional layout; 16 and 17 in its numbered-field layout,
+	// where a field can be added without a new kind.
 	{kind: 3, table: tableBundles, row: func() any { return &Bundle{} }, readOnly: true},
-	{kind: 11, table: tableBundles, encode: func(dst []byte, row any) []byte { return encodeBundleRow(dst, row.(*Bundle)) },
+	{kind: 11, table: tableBundles, decode: func(d *rowDec) (any, error) { return decodeBundleRowV1(d) }, readOnly: true},
+	{kind: 16, table: tableBundles, encode: func(dst []byte, row any) []byte { return encodeBundleRow(dst, row.(*Bundle)) },
 		decode: func(d *rowDec) (any, error) { return decodeBundleRow(d) }},
 	// Kind 4 held every reservation. Bundles' reservations are now derived
 	// from the bundles (reservations.go), so only node services' rows of an
@@ -43,7 +45,8 @@ var sections = []section{
 	{kind: 4, table: tableReservations, row: func() any { return &reservationRow{} }, keep: serviceRow, readOnly: true},
 	{kind: 10, table: tableReservations, row: func() any { return &reservationRow{} }},
 	{kind: 5, table: tableAssignments, row: func() any { return &Assignment{} }, readOnly: true},
-	{kind: 12, table: tableAssignments, encode: func(dst []byte, row any) []byte { return encodeAssignmentRow(dst, row.(*Assignment)) },
+	{kind: 12, table: tableAssignments, decode: func(d *rowDec) (any, error) { return decodeAssignmentRowV1(d) }, readOnly: true},
+	{kind: 17, table: tableAssignments, encode: func(dst []byte, row any) []byte { return encodeAssignmentRow(dst, row.(*Assignment)) },
 		decode: func(d *rowDec) (any, error) { return decodeAssignmentRow(d) }},
 	{kind: 6, table: tableServices, row: func() any { return &NodeService{} }},
 	{kind: 7, table: tableEvents, row: func() any { return &eventRow{} }},

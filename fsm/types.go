@@ -3,16 +3,23 @@ package fsm
 import (
 	"sort"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/ledger"
 )
 
+// The state's types say how they convert in their struct tags, so a field
+// is declared once: json names it in Raft commands (msgpack reads json
+// tags) and in the digest; unit and api pair it with its wire field
+// (internal/convert); row numbers it in snapshot records (rowcodec.go).
+// Adding a field without the tags its neighbours have fails at init.
+
 // Node statuses (DESIGN §2.1, §4).
 const (
-	NodeReady   = "ready"
-	NodeSuspect = "suspect"
-	NodeDown    = "down"
-	NodeLeft    = "left"
-	NodeUnknown = "unknown"
+	NodeReady   = api.NodeReady
+	NodeSuspect = api.NodeSuspect
+	NodeDown    = api.NodeDown
+	NodeLeft    = api.NodeLeft
+	NodeUnknown = api.NodeUnknown
 )
 
 // Node is a registered worker: its inventory, its observed status and what its
@@ -22,20 +29,20 @@ type Node struct {
 	Pool           string              `json:"pool"`
 	Labels         map[string]string   `json:"labels,omitempty"`
 	Taints         []string            `json:"taints,omitempty"`
-	TotalCapacity  int64               `json:"totalCapacity"`
-	UtilizationCap int64               `json:"utilizationCap"` // milli: 1000 = 100 %
+	TotalCapacity  int64               `json:"totalCapacity" unit:"milli"`
+	UtilizationCap int64               `json:"utilizationCap" unit:"milli"` // 1000 = 100 %
 	TotalCores     int                 `json:"totalCores"`
 	GPUs           []ledger.GPU        `json:"gpus,omitempty"`
 	Capabilities   []ledger.Capability `json:"capabilities,omitempty"`
 
 	// Provided holds capabilities added by running node services, keyed by service id.
-	Provided map[string][]ledger.Capability `json:"provided,omitempty"`
+	Provided map[string][]ledger.Capability `json:"provided,omitempty" api:"-"`
 
 	Status     string       `json:"status"`
 	Cordoned   bool         `json:"cordoned"`
 	Draining   bool         `json:"draining"`
-	StatusTime int64        `json:"statusTime"` // leader clock, unix nanos, of the last transition
-	Usage      ledger.Usage `json:"usage"`
+	StatusTime int64        `json:"statusTime" api:"-"` // leader clock, unix nanos, of the last transition
+	Usage      ledger.Usage `json:"usage" api:"-"`      // shown as the computed reserved
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`
@@ -72,37 +79,40 @@ func (n *Node) Cloud() string { return n.Labels["cloud"] }
 
 // Pool kinds and scoring policies (DESIGN §2.2).
 const (
-	PoolCluster    = "cluster"
-	PoolElastic    = "elastic"
-	ScoringBinpack = "binpack"
-	ScoringSpread  = "spread"
+	PoolCluster    = api.PoolCluster
+	PoolElastic    = api.PoolElastic
+	ScoringBinpack = api.ScoringBinpack
+	ScoringSpread  = api.ScoringSpread
 )
 
-// Tier is one step of a pool's cost cascade.
-type Tier struct {
-	Name  string `json:"name"`
-	Cloud string `json:"cloud"`
-}
+// Types without units are the wire types themselves (package api): the API
+// edge copies them, and nothing here can drift from what clients send. A
+// type that gains a quantity or a time stops being an alias and gets unit
+// tags.
+type (
+	Tier        = api.Tier
+	Provisioner = api.Provisioner
+	Placement   = api.Placement
+	Resilience  = api.Resilience
+	Affinity    = api.Affinity
+	Launch      = api.Launch
+	NearestMiss = api.NearestMiss
+	Explain     = api.Explain
+)
 
 // PoolDefaults are layered into jobs that omit capacity or cores.
 type PoolDefaults struct {
-	Capacity int64 `json:"capacity"`
+	Capacity int64 `json:"capacity" unit:"milli"`
 	Cores    int   `json:"cores"`
 }
 
 // InstanceType is a node profile an elastic pool can provision.
 type InstanceType struct {
 	Name          string              `json:"name"`
-	TotalCapacity int64               `json:"totalCapacity"`
+	TotalCapacity int64               `json:"totalCapacity" unit:"milli"`
 	TotalCores    int                 `json:"totalCores"`
 	GPUs          []ledger.GPU        `json:"gpus,omitempty"`
 	Capabilities  []ledger.Capability `json:"capabilities,omitempty"`
-}
-
-// Provisioner says how an elastic pool obtains nodes.
-type Provisioner struct {
-	URL     string   `json:"url,omitempty"`
-	Command []string `json:"command,omitempty"`
 }
 
 // Pool groups nodes; it carries placement policy and aggregate caps.
@@ -118,8 +128,8 @@ type Pool struct {
 	MinNodes      int              `json:"minNodes,omitempty"`
 	MaxNodes      int              `json:"maxNodes,omitempty"`
 	Warm          int              `json:"warm,omitempty"`
-	IdleTimeout   int64            `json:"idleTimeout,omitempty"`  // nanos
-	SpawnTimeout  int64            `json:"spawnTimeout,omitempty"` // nanos
+	IdleTimeout   int64            `json:"idleTimeout,omitempty" unit:"duration"`
+	SpawnTimeout  int64            `json:"spawnTimeout,omitempty" unit:"duration"`
 	Usage         ledger.PoolUsage `json:"usage"`
 
 	CreateIndex uint64 `json:"createIndex"`
@@ -128,9 +138,9 @@ type Pool struct {
 
 // Priority bands, highest first (DESIGN §3.6).
 const (
-	PriorityGold   = "gold"
-	PrioritySilver = "silver"
-	PriorityBronze = "bronze"
+	PriorityGold   = api.PriorityGold
+	PrioritySilver = api.PrioritySilver
+	PriorityBronze = api.PriorityBronze
 )
 
 // Band orders priorities: lower is more important; unknown sorts last.
@@ -148,64 +158,37 @@ func Band(priority string) int {
 
 // SameAz modes and resilience rules.
 const (
-	SameAzHard = "hard"
-	SameAzSoft = "soft"
-	SameAzOff  = "off"
-	Allow      = "allow"
-	Forbid     = "forbid"
+	SameAzHard = api.SameAzHard
+	SameAzSoft = api.SameAzSoft
+	SameAzOff  = api.SameAzOff
+	Allow      = api.Allow
+	Forbid     = api.Forbid
 )
-
-// Placement holds the intra-replica rules.
-type Placement struct {
-	SameNodeDefault bool   `json:"sameNodeDefault"`
-	SameAz          string `json:"sameAz"`
-}
-
-// Resilience asks for a backup replica kept out of the primary's failure domains.
-type Resilience struct {
-	Pool      string `json:"pool,omitempty"`
-	SameNode  string `json:"sameNode"`
-	SameAz    string `json:"sameAz"`
-	SameCloud string `json:"sameCloud"`
-}
-
-// Affinity is a soft constraint with a weight in -100..100.
-type Affinity struct {
-	Expression string `json:"expression"`
-	Weight     int    `json:"weight"`
-}
-
-// Launch is opaque to placement; workers run it.
-type Launch struct {
-	Driver  string            `json:"driver"`
-	Command []string          `json:"command,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-}
 
 // Job is one member of a bundle.
 type Job struct {
-	Name         string         `json:"name"`
-	Requirements ledger.Request `json:"requirements"`
-	CoLocateWith []string       `json:"coLocateWith,omitempty"`
-	SeparateFrom []string       `json:"separateFrom,omitempty"`
-	Tolerations  []string       `json:"tolerations,omitempty"`
-	Constraints  []string       `json:"constraints,omitempty"`
-	Affinities   []Affinity     `json:"affinities,omitempty"`
-	Launch       Launch         `json:"launch"`
+	Name         string         `json:"name" row:"1,intern"`
+	Requirements ledger.Request `json:"requirements" row:"2"`
+	CoLocateWith []string       `json:"coLocateWith,omitempty" row:"3,intern"`
+	SeparateFrom []string       `json:"separateFrom,omitempty" row:"4,intern"`
+	Tolerations  []string       `json:"tolerations,omitempty" row:"5,intern"`
+	Constraints  []string       `json:"constraints,omitempty" row:"6"`
+	Affinities   []Affinity     `json:"affinities,omitempty" row:"7"`
+	Launch       Launch         `json:"launch" row:"8"`
 }
 
 // BundleSpec is everything a user submits; it is what identical-retry and
 // replace compare.
 type BundleSpec struct {
-	ID         string            `json:"id"`
-	Pool       string            `json:"pool"`
-	Priority   string            `json:"priority"`
-	Jobs       []Job             `json:"jobs"`
-	Placement  Placement         `json:"placement"`
-	Resilience *Resilience       `json:"resilience,omitempty"`
-	StartAt    int64             `json:"startAt,omitempty"` // unix nanos; 0 = none
-	StopAt     int64             `json:"stopAt,omitempty"`
-	Tags       map[string]string `json:"tags,omitempty"`
+	ID         string            `json:"id" row:"1"`
+	Pool       string            `json:"pool" row:"2,intern"`
+	Priority   string            `json:"priority" row:"3,intern"`
+	Jobs       []Job             `json:"jobs" row:"4"`
+	Placement  Placement         `json:"placement" row:"5"`
+	Resilience *Resilience       `json:"resilience,omitempty" row:"6"`
+	StartAt    int64             `json:"startAt,omitempty" unit:"instant" row:"7"` // 0 = none
+	StopAt     int64             `json:"stopAt,omitempty" unit:"instant" row:"8"`
+	Tags       map[string]string `json:"tags,omitempty" row:"9"`
 }
 
 // Replicas is the derived replica count (DESIGN §2.3).
@@ -228,32 +211,32 @@ func (s *BundleSpec) Job(name string) *Job {
 
 // Bundle states (DESIGN §4).
 const (
-	StateScheduled   = "scheduled"
-	StatePending     = "pending"
-	StatePlaced      = "placed"
-	StateDegraded    = "degraded"
-	StateUnplaceable = "unplaceable"
-	StateDeleting    = "deleting"
+	StateScheduled   = api.StateScheduled
+	StatePending     = api.StatePending
+	StatePlaced      = api.StatePlaced
+	StateDegraded    = api.StateDegraded
+	StateUnplaceable = api.StateUnplaceable
+	StateDeleting    = api.StateDeleting
 )
 
 // Replica roles and job statuses.
 const (
-	RolePrimary = "primary"
-	RoleBackup  = "backup"
+	RolePrimary = api.RolePrimary
+	RoleBackup  = api.RoleBackup
 
-	JobAssigned = "assigned"
-	JobRunning  = "running"
-	JobStopping = "stopping"
-	JobStopped  = "stopped"
-	JobFailed   = "failed"
+	JobAssigned = api.JobAssigned
+	JobRunning  = api.JobRunning
+	JobStopping = api.JobStopping
+	JobStopped  = api.JobStopped
+	JobFailed   = api.JobFailed
 )
 
 // JobPlacement is where one job of one replica sits.
 type JobPlacement struct {
-	Name   string       `json:"name"`
-	NodeID string       `json:"nodeId,omitempty"`
-	Grant  ledger.Grant `json:"grant"`
-	Status string       `json:"status,omitempty"`
+	Name   string       `json:"name" row:"1,intern"`
+	NodeID string       `json:"nodeId,omitempty" row:"2,intern"`
+	Grant  ledger.Grant `json:"grant" row:"3"`
+	Status string       `json:"status,omitempty" row:"4,intern"`
 }
 
 // Placed reports whether the job holds a node.
@@ -263,10 +246,10 @@ func (j *JobPlacement) Placed() bool { return j.NodeID != "" }
 // primary; a promotion swaps the entries, and Slot keeps the ledger keys (and
 // assignment ids) of running jobs unchanged.
 type Replica struct {
-	Slot  int            `json:"slot"` // ledger key replica number, stable across promotions
-	Role  string         `json:"role"`
-	State string         `json:"state"`
-	Jobs  []JobPlacement `json:"jobs"`
+	Slot  int            `json:"slot" api:"-" row:"1"` // ledger key replica number, stable across promotions
+	Role  string         `json:"role" row:"2,intern"`
+	State string         `json:"state" row:"3,intern"`
+	Jobs  []JobPlacement `json:"jobs" row:"4"`
 }
 
 // Complete reports whether every job of the replica holds a node.
@@ -290,40 +273,26 @@ const (
 
 // Degradation records a relaxed soft rule.
 type Degradation struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Since   int64  `json:"since"` // leader clock, unix nanos
-}
-
-// NearestMiss names the node that came closest and the stage that stopped it.
-type NearestMiss struct {
-	NodeID string `json:"nodeId"`
-	Stage  string `json:"stage"`
-	Detail string `json:"detail"`
-}
-
-// Explain says why something is unplaced (DESIGN §3.7).
-type Explain struct {
-	NodesEvaluated int            `json:"nodesEvaluated"`
-	Filtered       map[string]int `json:"filtered"`
-	NearestMiss    *NearestMiss   `json:"nearestMiss,omitempty"`
+	Code    string `json:"code" row:"1,intern"`
+	Message string `json:"message" row:"2"`
+	Since   int64  `json:"since" unit:"instant" row:"3"` // leader clock
 }
 
 // Bundle is a spec plus its replicated status.
 type Bundle struct {
-	Spec         BundleSpec    `json:"spec"`
-	State        string        `json:"state"`
-	Epoch        uint64        `json:"epoch"`
-	Replicas     []Replica     `json:"replicas"`
-	Degradations []Degradation `json:"degradations,omitempty"`
-	Explain      *Explain      `json:"explain,omitempty"`
-	SubmitTime   int64         `json:"submitTime"` // leader clock at create: queue age
-	Deleting     bool          `json:"deleting,omitempty"`
-	DeleteTime   int64         `json:"deleteTime,omitempty"`   // leader clock when deletion started
-	AttemptIndex uint64        `json:"attemptIndex,omitempty"` // raft index of the last failed placement
+	Spec         BundleSpec    `json:"spec" api:",inline" row:"1"`
+	State        string        `json:"state" row:"2,intern"`
+	Epoch        uint64        `json:"epoch" row:"3"`
+	Replicas     []Replica     `json:"replicas" row:"4"`
+	Degradations []Degradation `json:"degradations,omitempty" row:"5"`
+	Explain      *Explain      `json:"explain,omitempty" row:"6"`
+	SubmitTime   int64         `json:"submitTime" api:"-" row:"7"` // leader clock at create: queue age
+	Deleting     bool          `json:"deleting,omitempty" api:"-" row:"8"`
+	DeleteTime   int64         `json:"deleteTime,omitempty" api:"-" row:"9"`    // leader clock when deletion started
+	AttemptIndex uint64        `json:"attemptIndex,omitempty" api:"-" row:"10"` // raft index of the last failed placement
 
-	CreateIndex uint64 `json:"createIndex"`
-	ModifyIndex uint64 `json:"modifyIndex"`
+	CreateIndex uint64 `json:"createIndex" row:"11"`
+	ModifyIndex uint64 `json:"modifyIndex" row:"12"`
 }
 
 // ID is the bundle id.
@@ -331,31 +300,31 @@ func (b *Bundle) ID() string { return b.Spec.ID }
 
 // Assignment desired states.
 const (
-	DesiredRun  = "run"
-	DesiredStop = "stop"
+	DesiredRun  = api.DesiredRun
+	DesiredStop = api.DesiredStop
 )
 
 // Assignment is what a worker must run: one job of one replica on one node.
 // Its ID is "bundle:replica:job@node"; the replica index is the one at
 // placement time, so a promotion does not rename a running assignment.
 type Assignment struct {
-	ID       string       `json:"id"`
-	BundleID string       `json:"bundleId"`
-	Replica  int          `json:"replica"` // ledger key replica slot, stable across promotions
-	Job      string       `json:"job"`
-	NodeID   string       `json:"nodeId"`
-	Role     string       `json:"role"`
-	Epoch    uint64       `json:"epoch"`
-	Desired  string       `json:"desired"`
-	Status   string       `json:"status"`
-	Message  string       `json:"message,omitempty"`
-	Grant    ledger.Grant `json:"grant"`
-	Launch   Launch       `json:"launch"`
+	ID       string       `json:"id" row:"1"`
+	BundleID string       `json:"bundleId" row:"2"`
+	Replica  int          `json:"replica" api:"-" row:"3"` // ledger key replica slot, stable across promotions
+	Job      string       `json:"job" row:"4,intern"`
+	NodeID   string       `json:"nodeId" row:"5,intern"`
+	Role     string       `json:"role" row:"6,intern"`
+	Epoch    uint64       `json:"epoch" row:"7"`
+	Desired  string       `json:"desired" row:"8,intern"`
+	Status   string       `json:"status" row:"9,intern"`
+	Message  string       `json:"message,omitempty" row:"10"`
+	Grant    ledger.Grant `json:"grant" row:"11"`
+	Launch   Launch       `json:"launch" row:"12"`
 	// ServiceID is set instead of BundleID for node-service assignments.
-	ServiceID string `json:"serviceId,omitempty"`
+	ServiceID string `json:"serviceId,omitempty" row:"13,intern"`
 
-	CreateIndex uint64 `json:"createIndex"`
-	ModifyIndex uint64 `json:"modifyIndex"`
+	CreateIndex uint64 `json:"createIndex" row:"14"`
+	ModifyIndex uint64 `json:"modifyIndex" row:"15"`
 }
 
 // NodeService is an eager per-node service (DESIGN §2.5).
@@ -374,8 +343,8 @@ type NodeService struct {
 // Event is one entry of the cluster's event log (DESIGN §7).
 type Event struct {
 	Index    uint64 `json:"index"`
-	Seq      int    `json:"seq"` // position within the raft entry
-	Time     int64  `json:"time"`
+	Seq      int    `json:"seq" api:"-"` // position within the raft entry
+	Time     int64  `json:"time" unit:"instant"`
 	Type     string `json:"type"`
 	BundleID string `json:"bundleId,omitempty"`
 	NodeID   string `json:"nodeId,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/ledger"
 )
 
@@ -27,8 +28,8 @@ const (
 	CodeUnsatisfiableCapability   = "unsatisfiableCapability"
 
 	// Launch drivers.
-	DriverExec = "exec"
-	DriverNone = "none"
+	DriverExec = api.DriverExec
+	DriverNone = api.DriverNone
 )
 
 // ExprChecker compiles a constraint or affinity expression (CEL, provided by

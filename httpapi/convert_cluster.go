@@ -6,23 +6,29 @@ import (
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/convert"
 	"github.com/amserver/amserver/raftstore"
 )
 
+var (
+	// An assignment's resources are read from its grant; the ledger slot
+	// stays inside.
+	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "Cores", "GPU", "GPUs"))
+	eventPair      = convert.MustPair[api.Event, fsm.Event]()
+)
+
 func assignmentToAPI(a *fsm.Assignment) api.Assignment {
-	out := api.Assignment{
-		ID: a.ID, BundleID: a.BundleID, ServiceID: a.ServiceID, Job: a.Job, NodeID: a.NodeID,
-		Role: a.Role, Epoch: a.Epoch, Desired: a.Desired, Status: a.Status, Message: a.Message,
-		Launch: launchToAPI(a.Launch), Capacity: fromMilli(a.Grant.Capacity),
-		CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
-	}
+	var out api.Assignment
+	assignmentPair.ToAPI(&out, a)
+	out.Capacity = convert.FromMilli(a.Grant.Capacity)
 	out.Cores, out.GPU, out.GPUs = grantDevices(a.Grant)
 	return out
 }
 
 func eventToAPI(e fsm.Event) api.Event {
-	return api.Event{Index: e.Index, Time: instant(e.Time), Type: e.Type, BundleID: e.BundleID,
-		NodeID: e.NodeID, Message: e.Message}
+	var out api.Event
+	eventPair.ToAPI(&out, &e)
+	return out
 }
 
 func memberToAPI(m gossip.Member) api.Member {

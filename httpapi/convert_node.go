@@ -1,76 +1,34 @@
 package httpapi
 
 import (
-	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/convert"
 	"github.com/amserver/amserver/ledger"
+)
+
+var (
+	// A registration is the inventory; status and indexes are the cluster's.
+	nodeSpecPair = convert.MustPair[api.NodeSpec, fsm.Node](
+		convert.Skip("Status", "Cordoned", "Draining", "CreateIndex", "ModifyIndex"))
+	// A read computes these from the state, the pool and the gossip view.
+	nodePair = convert.MustPair[api.Node, fsm.Node](
+		convert.Skip("Capabilities", "Cordoned", "LastSeen", "Tier", "Allocatable", "Reserved", "Assignments"))
+	gpuUsePair = convert.MustPair[api.GPUReserved, ledger.GPUUse]()
 )
 
 // nodeFromAPI converts a registration; id comes from the path.
 func nodeFromAPI(id string, in api.NodeSpec) (fsm.Node, error) {
-	var cv converter
-	n := fsm.Node{
-		ID: id, Pool: in.Pool, Labels: in.Labels, Taints: in.Taints,
-		TotalCapacity:  cv.milli("totalCapacity", in.TotalCapacity),
-		UtilizationCap: cv.milli("utilizationCap", in.UtilizationCap),
-		TotalCores:     in.TotalCores,
-		GPUs:           gpusFromAPI(&cv, "gpus", in.GPUs),
-		Capabilities:   capabilitiesFromAPI(in.Capabilities),
-	}
+	var n fsm.Node
+	problems := nodeSpecPair.ToFSM(&n, &in)
+	n.ID = id
 	if n.UtilizationCap == 0 {
 		n.UtilizationCap = 1000 // omitted: the whole node (DESIGN §2.1)
 	}
-	return n, cv.err()
-}
-
-func gpusFromAPI(cv *converter, field string, in []api.GPU) []ledger.GPU {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]ledger.GPU, len(in))
-	for i, g := range in {
-		out[i] = ledger.GPU{Index: g.Index, Model: g.Model,
-			Capacity: cv.milli(fmt.Sprintf("%s[%d].totalCapacity", field, i), g.TotalCapacity)}
-	}
-	return out
-}
-
-func gpusToAPI(in []ledger.GPU) []api.GPU {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]api.GPU, len(in))
-	for i, g := range in {
-		out[i] = api.GPU{Index: g.Index, Model: g.Model, TotalCapacity: fromMilli(g.Capacity)}
-	}
-	return out
-}
-
-func capabilitiesFromAPI(in []api.Capability) []ledger.Capability {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]ledger.Capability, len(in))
-	for i, c := range in {
-		out[i] = ledger.Capability{Name: c.Name, Count: c.Count, Attributes: maps.Clone(c.Attributes)}
-	}
-	return out
-}
-
-func capabilitiesToAPI(in []ledger.Capability) []api.Capability {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]api.Capability, len(in))
-	for i, c := range in {
-		out[i] = api.Capability{Name: c.Name, Count: c.Count, Attributes: maps.Clone(c.Attributes)}
-	}
-	return out
+	return n, invalid(problems)
 }
 
 // nodeView is what a node's API form needs beyond the node itself.
@@ -80,26 +38,35 @@ type nodeView struct {
 }
 
 func (v nodeView) node(n *fsm.Node) api.Node {
-	out := api.Node{
-		NodeSpec: api.NodeSpec{
-			ID: n.ID, Pool: n.Pool, Labels: maps.Clone(n.Labels), Taints: slices.Clone(n.Taints),
-			TotalCapacity: fromMilli(n.TotalCapacity), UtilizationCap: fromMilli(n.UtilizationCap),
-			TotalCores: n.TotalCores, GPUs: gpusToAPI(n.GPUs), Capabilities: capabilitiesToAPI(n.Inventory().Capabilities),
-		},
-		Status: n.Status,
-		// Drain is cordon plus moving jobs away (DESIGN §4): a draining node
-		// takes no new work, so it reads as cordoned too.
-		Cordoned: n.Cordoned || n.Draining, Draining: n.Draining,
-		LastSeen:    v.lastSeen[n.ID],
-		Tier:        tierOf(n, v.st.Pool(n.Pool)),
-		Allocatable: fromMilli(n.Allocatable()),
-		Reserved:    reservedToAPI(n.Usage),
-		CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
-	}
+	var out api.Node
+	nodePair.ToAPI(&out, n)
+	// Capabilities include those running node services provide.
+	out.Capabilities = capabilitiesToAPI(n.Inventory().Capabilities)
+	// Drain is cordon plus moving jobs away (DESIGN §4): a draining node
+	// takes no new work, so it reads as cordoned too.
+	out.Cordoned = n.Cordoned || n.Draining
+	out.LastSeen = v.lastSeen[n.ID]
+	out.Tier = tierOf(n, v.st.Pool(n.Pool))
+	out.Allocatable = convert.FromMilli(n.Allocatable())
+	out.Reserved = reservedToAPI(n.Usage)
 	for _, a := range v.st.NodeAssignments(n.ID) {
 		if a.Desired == fsm.DesiredRun {
 			out.Assignments++
 		}
+	}
+	return out
+}
+
+// capabilitiesToAPI copies a merged capability list; ledger's type is the
+// wire type's twin (ledger may not import api), so a conversion is a copy.
+func capabilitiesToAPI(in []ledger.Capability) []api.Capability {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]api.Capability, len(in))
+	for i, c := range in {
+		out[i] = api.Capability(c)
+		out[i].Attributes = maps.Clone(c.Attributes)
 	}
 	return out
 }
@@ -117,19 +84,20 @@ func tierOf(n *fsm.Node, p *fsm.Pool) string {
 	return ""
 }
 
+// reservedToAPI summarizes a node's usage; the lists are never null.
 func reservedToAPI(u ledger.Usage) api.Reserved {
 	out := api.Reserved{
-		Capacity: fromMilli(u.Capacity), Cores: u.Cores.Count(), CoreSet: u.Cores.Slice(),
+		Capacity: convert.FromMilli(u.Capacity), Cores: u.Cores.Count(), CoreSet: u.Cores.Slice(),
 		GPUs: make([]api.GPUReserved, len(u.GPUs)), Capabilities: make([]api.CapabilityCount, len(u.Capabilities)),
 	}
 	if out.CoreSet == nil {
 		out.CoreSet = []int{}
 	}
-	for i, g := range u.GPUs {
-		out.GPUs[i] = api.GPUReserved{Index: g.Index, Capacity: fromMilli(g.Capacity), Exclusive: g.Exclusive}
+	for i := range u.GPUs {
+		gpuUsePair.ToAPI(&out.GPUs[i], &u.GPUs[i])
 	}
 	for i, c := range u.Capabilities {
-		out.Capabilities[i] = api.CapabilityCount{Name: c.Name, Count: c.Count}
+		out.Capabilities[i] = api.CapabilityCount(c)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/convert"
 )
 
 // minSecretLen keeps operator-chosen secrets out of guessing range.
@@ -16,11 +17,12 @@ const minSecretLen = 16
 
 var aclTables = []string{"acl_tokens"}
 
+var aclTokenPair = convert.MustPair[api.ACLToken, fsm.ACLToken]()
+
 func aclTokenToAPI(t *fsm.ACLToken) api.ACLToken {
-	return api.ACLToken{
-		AccessorID: t.AccessorID, Kind: t.Kind, NodeID: t.NodeID, Description: t.Description,
-		CreateTime: instant(t.CreateTime), CreateIndex: t.CreateIndex, ModifyIndex: t.ModifyIndex,
-	}
+	var out api.ACLToken
+	aclTokenPair.ToAPI(&out, t)
+	return out
 }
 
 func (s *Server) listACLTokens(c echo.Context) error {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/convert"
 )
 
 // tableSpawns is fsm's table of provisioned nodes (elastic pools).
@@ -29,11 +30,10 @@ func poolStatusToAPI(ps *fsm.PoolStatus) api.PoolStatus {
 		Pool: p.Name, Kind: p.Kind, MinNodes: p.MinNodes, MaxNodes: p.MaxNodes, Warm: p.Warm,
 		Counts: ps.Counts, Nodes: make([]api.PoolNodeStatus, len(ps.Nodes)), Provisioned: ps.Provisioned.Total(),
 	}
-	for i, n := range ps.Nodes {
-		out.Nodes[i] = api.PoolNodeStatus{
-			NodeID: n.NodeID, State: n.State, Status: n.Status, InstanceType: n.InstanceType,
-			RequestID: n.RequestID, Since: instant(n.Since),
-		}
+	for i := range ps.Nodes {
+		poolNodePair.ToAPI(&out.Nodes[i], &ps.Nodes[i])
 	}
 	return out
 }
+
+var poolNodePair = convert.MustPair[api.PoolNodeStatus, fsm.PoolNodeStatus]()

@@ -101,7 +101,10 @@ func (s *Server) putService(c echo.Context) error {
 	if err := checkBodyID("service id", in.ID, id); err != nil {
 		return err
 	}
-	svc := serviceFromAPI(id, in)
+	svc, err := serviceFromAPI(id, in)
+	if err != nil {
+		return err
+	}
 	fsm.NormalizeService(&svc)
 	if err := fsm.ValidateService(&svc); err != nil {
 		return err

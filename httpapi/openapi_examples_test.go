@@ -186,7 +186,10 @@ func handlerAccepts(want reflect.Type, raw []byte) error {
 		fsm.NormalizePool(&p)
 		return fsm.ValidatePool(&p)
 	case *api.NodeService:
-		svc := serviceFromAPI(orDefault(in.ID, "svc"), *in)
+		svc, err := serviceFromAPI(orDefault(in.ID, "svc"), *in)
+		if err != nil {
+			return err
+		}
 		fsm.NormalizeService(&svc)
 		return fsm.ValidateService(&svc)
 	case *api.AssignmentStatus:

@@ -3,14 +3,16 @@
 // keep every node and pool within its limits. It is pure and deterministic so
 // that every Raft replica computes bit-identical results.
 //
-// All quantities are integers in milli-units (capacity 2.5 is 2500).
+// All quantities are integers in milli-units (capacity 2.5 is 2500); a
+// unit:"milli" tag says so to the API edge, which converts them
+// (internal/convert), and api:"Name" names a wire field named otherwise.
 package ledger
 
 // GPU is one device on a node.
 type GPU struct {
 	Index    int    `json:"index"`
 	Model    string `json:"model"`
-	Capacity int64  `json:"capacity"` // milli-units
+	Capacity int64  `json:"capacity" unit:"milli" api:"TotalCapacity"`
 }
 
 // Capability is a counted, exclusive resource a node offers (a NIC, a licence).
@@ -32,40 +34,40 @@ type Inventory struct {
 // CapabilityRequest asks for Count units of a capability whose attributes
 // include every AttributeMatches pair.
 type CapabilityRequest struct {
-	Name             string            `json:"name"`
-	Count            int64             `json:"count"`
-	AttributeMatches map[string]string `json:"attributeMatches,omitempty"`
+	Name             string            `json:"name" row:"1,intern"`
+	Count            int64             `json:"count" row:"2"`
+	AttributeMatches map[string]string `json:"attributeMatches,omitempty" row:"3"`
 }
 
 // Request is what one job needs on one node.
 type Request struct {
-	Capacity      int64               `json:"capacity"` // milli-units
-	Cores         int                 `json:"cores"`    // pinned cores
-	GPUCapacity   int64               `json:"gpuCapacity"`
-	GPUModel      string              `json:"gpuModel,omitempty"`
-	ExclusiveGPUs int                 `json:"exclusiveGpus"`
-	Capabilities  []CapabilityRequest `json:"capabilities,omitempty"`
+	Capacity      int64               `json:"capacity" unit:"milli" row:"1"`
+	Cores         int                 `json:"cores" row:"2"` // pinned cores
+	GPUCapacity   int64               `json:"gpuCapacity" unit:"milli" row:"3"`
+	GPUModel      string              `json:"gpuModel,omitempty" row:"4,intern"`
+	ExclusiveGPUs int                 `json:"exclusiveGpus" row:"5"`
+	Capabilities  []CapabilityRequest `json:"capabilities,omitempty" row:"6"`
 }
 
 // GPUShare is a fractional share of one device.
 type GPUShare struct {
-	Index    int   `json:"index"`
-	Capacity int64 `json:"capacity"`
+	Index    int   `json:"index" row:"1"`
+	Capacity int64 `json:"capacity" unit:"milli" row:"2"`
 }
 
 // CapabilityCount is a held amount of a capability.
 type CapabilityCount struct {
-	Name  string `json:"name"`
-	Count int64  `json:"count"`
+	Name  string `json:"name" row:"1,intern"`
+	Count int64  `json:"count" row:"2"`
 }
 
 // Grant is the concrete set of resources a reservation holds on its node.
 type Grant struct {
-	Capacity      int64             `json:"capacity"`
-	Cores         []int             `json:"cores,omitempty"`
-	GPU           *GPUShare         `json:"gpu,omitempty"`
-	ExclusiveGPUs []int             `json:"exclusiveGpus,omitempty"`
-	Capabilities  []CapabilityCount `json:"capabilities,omitempty"`
+	Capacity      int64             `json:"capacity" unit:"milli" row:"1"`
+	Cores         []int             `json:"cores,omitempty" row:"2"`
+	GPU           *GPUShare         `json:"gpu,omitempty" row:"3"`
+	ExclusiveGPUs []int             `json:"exclusiveGpus,omitempty" row:"4"`
+	Capabilities  []CapabilityCount `json:"capabilities,omitempty" row:"5"`
 }
 
 // Key identifies a reservation: one per (bundle, replica, job).
@@ -85,12 +87,12 @@ type Reservation struct {
 
 // PoolCaps are aggregate reservation ceilings for a pool; zero means none.
 type PoolCaps struct {
-	MaxCapacity int64 `json:"maxCapacity"`
+	MaxCapacity int64 `json:"maxCapacity" unit:"milli"`
 	MaxCores    int   `json:"maxCores"`
 }
 
 // PoolUsage is what a pool's reservations hold in total.
 type PoolUsage struct {
-	Capacity int64 `json:"capacity"`
+	Capacity int64 `json:"capacity" unit:"milli"`
 	Cores    int   `json:"cores"`
 }

@@ -3,9 +3,9 @@ package ledger
 // GPUUse is what reservations hold of one device.
 type GPUUse struct {
 	Index     int   `json:"index"`
-	Capacity  int64 `json:"capacity"`  // reserved share capacity (milli); 0 for an exclusive hold
-	Exclusive bool  `json:"exclusive"` // held whole by one reservation
-	Shares    int   `json:"shares"`    // number of fractional users
+	Capacity  int64 `json:"capacity" unit:"milli"` // reserved share capacity; 0 for an exclusive hold
+	Exclusive bool  `json:"exclusive"`             // held whole by one reservation
+	Shares    int   `json:"shares" api:"-"`        // number of fractional users
 }
 
 func (g GPUUse) idle() bool { return g.Capacity == 0 && !g.Exclusive && g.Shares == 0 }

@@ -1,0 +1,41 @@
+package httpapi
+
+import (
+	"fmt"
+
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/convert"
+)
+
+// Conversion between the wire types (api) and the FSM's follows from the
+// types (internal/convert): fields pair up by name, and the FSM field's
+// unit tag says how a quantity or a time converts. What remains here is
+// what the types cannot say: ids from the path, defaults, and the fields a
+// read computes.
+
+// jobFindings turns conversion problems into invalidRequirement findings:
+// bundle-level ones first, then each job's in job order under the job's
+// name, as static validation orders its own.
+func jobFindings(problems []convert.Problem, jobName func(i int) string) []fsm.Finding {
+	var bundle, jobs []fsm.Finding
+	for _, p := range problems {
+		f := fsm.Finding{Code: fsm.CodeInvalidRequirement, Message: p.Error()}
+		if len(p.Path) > 2 && p.Path[0].Name == "jobs" && p.Path[1].Index >= 0 {
+			f.Job = jobName(p.Path[1].Index)
+			f.Message = fmt.Sprintf("%s %v", convert.Field(p.Path[2:]), p.Err)
+			jobs = append(jobs, f)
+			continue
+		}
+		bundle = append(bundle, f)
+	}
+	return append(bundle, jobs...)
+}
+
+// invalid is the first problem as an fsm.ErrInvalid (422), for resources
+// whose validation has no findings list (nodes, pools).
+func invalid(problems []convert.Problem) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", fsm.ErrInvalid, problems[0].Error())
+}
