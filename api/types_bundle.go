@@ -54,8 +54,23 @@ type Affinity struct {
 	Weight     int    `json:"weight" row:"2"`
 }
 
-// Launch says how a worker runs a job; it is opaque to placement.
+// Launch says how a worker runs a job: a union on Kind (the seed's
+// LaunchSpec). A productTemplate launch runs a template (Ref is "name" or
+// "name@sha256:<hex>"; a create resolves it to the digest) with Parameters
+// as the stack's .env and Tags projected into it as AMSERVER_TAG_<NAME>;
+// StartDateTime and StopDateTime (RFC 3339) hold the job pending until the
+// start and stop it at the stop. A legacy launch runs Job through a driver.
+// Driver, Command and Env are the older shape, accepted on input and read
+// back as a legacy launch (Normalize).
 type Launch struct {
+	Kind          string            `json:"kind,omitempty" row:"4,intern"`
+	Ref           string            `json:"ref,omitempty" row:"5"`
+	Parameters    map[string]string `json:"parameters,omitempty" row:"6"`
+	Tags          map[string]string `json:"tags,omitempty" row:"7"`
+	StartDateTime string            `json:"startDateTime,omitempty" row:"8"`
+	StopDateTime  string            `json:"stopDateTime,omitempty" row:"9"`
+	Job           *LegacyJob        `json:"job,omitempty" row:"10"`
+
 	Driver  string            `json:"driver,omitempty" row:"1,intern"`
 	Command []string          `json:"command,omitempty" row:"2"`
 	Env     map[string]string `json:"env,omitempty" row:"3"`
@@ -70,7 +85,10 @@ type Job struct {
 	Tolerations  []string     `json:"tolerations,omitempty"`
 	Constraints  []string     `json:"constraints,omitempty"`
 	Affinities   []Affinity   `json:"affinities,omitempty"`
-	Launch       Launch       `json:"launch"`
+	// Runtime chooses the runtimes the job may run on; without it the
+	// launch implies one (a template's runtime, a legacy driver's).
+	Runtime *RuntimeRequirement `json:"runtime,omitempty"`
+	Launch  Launch              `json:"launch"`
 }
 
 // Placement holds the intra-replica rules.

@@ -11,21 +11,24 @@ const (
 // Assignment is what a worker must run (or stop): one job of one replica on
 // one node, or one node service.
 type Assignment struct {
-	ID        string    `json:"id"`
-	BundleID  string    `json:"bundleId,omitempty"`
-	ServiceID string    `json:"serviceId,omitempty"`
-	Job       string    `json:"job"`
-	NodeID    string    `json:"nodeId"`
-	Role      string    `json:"role"`
-	Epoch     uint64    `json:"epoch"`
-	Desired   string    `json:"desired"`
-	Status    string    `json:"status"`
-	Message   string    `json:"message,omitempty"`
-	Launch    Launch    `json:"launch"`
-	Capacity  float64   `json:"capacity"`
-	Cores     []int     `json:"cores,omitempty"`
-	GPU       *GPUShare `json:"gpu,omitempty"`
-	GPUs      []int     `json:"gpus,omitempty"`
+	ID        string `json:"id"`
+	BundleID  string `json:"bundleId,omitempty"`
+	ServiceID string `json:"serviceId,omitempty"`
+	Job       string `json:"job"`
+	NodeID    string `json:"nodeId"`
+	Role      string `json:"role"`
+	Epoch     uint64 `json:"epoch"`
+	Desired   string `json:"desired"`
+	Status    string `json:"status"`
+	Message   string `json:"message,omitempty"`
+	Launch    Launch `json:"launch"`
+	// Runtime is what the worker runs the launch with: the template's
+	// runtime, or the legacy driver.
+	Runtime  string    `json:"runtime,omitempty"`
+	Capacity float64   `json:"capacity"`
+	Cores    []int     `json:"cores,omitempty"`
+	GPU      *GPUShare `json:"gpu,omitempty"`
+	GPUs     []int     `json:"gpus,omitempty"`
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`

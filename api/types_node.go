@@ -45,6 +45,11 @@ type NodeSpec struct {
 	TotalCores     int          `json:"totalCores"`
 	GPUs           []GPU        `json:"gpus,omitempty"`
 	Capabilities   []Capability `json:"capabilities,omitempty"`
+	// Runtimes are what the node can run (exec, wasm, docker, compose,
+	// ...); a worker detects its own unless told with --runtime.
+	Runtimes []string `json:"runtimes,omitempty"`
+	// Kind is "" or "proxmox" (the only fit for pve-vm and pve-ct).
+	Kind string `json:"kind,omitempty"`
 }
 
 // GPUReserved is what reservations hold of one device.

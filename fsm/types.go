@@ -34,6 +34,8 @@ type Node struct {
 	TotalCores     int                 `json:"totalCores"`
 	GPUs           []ledger.GPU        `json:"gpus,omitempty"`
 	Capabilities   []ledger.Capability `json:"capabilities,omitempty"`
+	Runtimes       []string            `json:"runtimes,omitempty"`
+	Kind           string              `json:"kind,omitempty"`
 
 	// Provided holds capabilities added by running node services, keyed by service id.
 	Provided map[string][]ledger.Capability `json:"provided,omitempty" api:"-"`
@@ -96,8 +98,11 @@ type (
 	Resilience  = api.Resilience
 	Affinity    = api.Affinity
 	Launch      = api.Launch
+	LegacyJob   = api.LegacyJob
 	NearestMiss = api.NearestMiss
-	Explain     = api.Explain
+	// RuntimeRequirement is a job's runtime.oneOf.
+	RuntimeRequirement = api.RuntimeRequirement
+	Explain            = api.Explain
 )
 
 // PoolDefaults are layered into jobs that omit capacity or cores.
@@ -167,14 +172,15 @@ const (
 
 // Job is one member of a bundle.
 type Job struct {
-	Name         string         `json:"name" row:"1,intern"`
-	Requirements ledger.Request `json:"requirements" row:"2"`
-	CoLocateWith []string       `json:"coLocateWith,omitempty" row:"3,intern"`
-	SeparateFrom []string       `json:"separateFrom,omitempty" row:"4,intern"`
-	Tolerations  []string       `json:"tolerations,omitempty" row:"5,intern"`
-	Constraints  []string       `json:"constraints,omitempty" row:"6"`
-	Affinities   []Affinity     `json:"affinities,omitempty" row:"7"`
-	Launch       Launch         `json:"launch" row:"8"`
+	Name         string              `json:"name" row:"1,intern"`
+	Requirements ledger.Request      `json:"requirements" row:"2"`
+	CoLocateWith []string            `json:"coLocateWith,omitempty" row:"3,intern"`
+	SeparateFrom []string            `json:"separateFrom,omitempty" row:"4,intern"`
+	Tolerations  []string            `json:"tolerations,omitempty" row:"5,intern"`
+	Constraints  []string            `json:"constraints,omitempty" row:"6"`
+	Affinities   []Affinity          `json:"affinities,omitempty" row:"7"`
+	Launch       Launch              `json:"launch" row:"8"`
+	Runtime      *RuntimeRequirement `json:"runtime,omitempty" row:"9"`
 }
 
 // BundleSpec is everything a user submits; it is what identical-retry and
@@ -322,6 +328,8 @@ type Assignment struct {
 	Launch   Launch       `json:"launch" row:"12"`
 	// ServiceID is set instead of BundleID for node-service assignments.
 	ServiceID string `json:"serviceId,omitempty" row:"13,intern"`
+	// Runtime is what the worker runs Launch with (Assignment.Runtime).
+	Runtime string `json:"runtime,omitempty" row:"16,intern"`
 
 	CreateIndex uint64 `json:"createIndex" row:"14"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"15"`
