@@ -128,6 +128,10 @@ type InstanceType struct {
 	TotalCores    int          `json:"totalCores"`
 	GPUs          []GPU        `json:"gpus,omitempty"`
 	Capabilities  []Capability `json:"capabilities,omitempty"`
+	// Runtimes and Kind are what the nodes of this type will advertise
+	// (NodeSpec's); placement and validation plan with them.
+	Runtimes []string `json:"runtimes,omitempty"`
+	Kind     string   `json:"kind,omitempty"`
 }
 
 // Provisioner says how an elastic pool obtains nodes: a URL or a command.

@@ -159,6 +159,7 @@ func (t *tx) commitServices(list []ServicePlacement) {
 		a := &Assignment{
 			ID: id, ServiceID: svc.ID, NodeID: sp.Node, Job: svc.ID, Role: RolePrimary,
 			Desired: DesiredRun, Status: JobAssigned, Grant: sp.Grant, Launch: svc.Launch, CreateIndex: t.index,
+			Runtime: LaunchRuntime(&svc.Launch, nil),
 		}
 		t.putAssignment(a)
 	}

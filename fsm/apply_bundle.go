@@ -23,7 +23,13 @@ func (f *FSM) applyCreateBundle(t *tx, req *CreateBundleRequest) (any, error) {
 	if err := f.validated(t, &spec); err != nil {
 		return nil, err
 	}
-	if old := t.Bundle(spec.ID); old != nil {
+	old := t.Bundle(spec.ID)
+	if old != nil {
+		t.ResolveRefs(&spec, &old.Spec)
+	} else {
+		t.ResolveRefs(&spec, nil)
+	}
+	if old != nil {
 		if !old.Deleting && specEqual(&old.Spec, &spec) {
 			return created{bundle: old}, nil
 		}
@@ -51,6 +57,7 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 	if err := f.validated(t, &spec); err != nil {
 		return nil, err
 	}
+	t.ResolveRefs(&spec, nil) // a replace takes the latest version of a bare name
 	b := cloneBundle(old)
 	if placementChanged(&old.Spec, &spec) {
 		t.releaseAll(old)
@@ -143,19 +150,22 @@ func (f *FSM) applyPurgeBundle(t *tx, req *PurgeBundleRequest) (any, error) {
 	return nil, nil
 }
 
-// applyTimer fires due timers. The leader names the bundles it believes are
-// due; the FSM checks each against the command's clock, so a stale or early
-// command changes nothing.
+// applyTimer fires due timers: a bundle's effective start and stop, which
+// its jobs' template launch times move (EffectiveStart, EffectiveStop). The
+// leader names the bundles it believes are due; the FSM checks each against
+// the command's clock, so a stale or early command changes nothing.
 func (f *FSM) applyTimer(t *tx, req *TimerRequest) (any, error) {
 	t.advance(req.Now)
 	for _, id := range req.Start {
-		if b := t.Bundle(id); b != nil && b.State == StateScheduled && b.Spec.StartAt <= t.now {
+		if b := t.Bundle(id); b != nil && b.State == StateScheduled && b.Spec.EffectiveStart() <= t.now {
 			t.putBundle(cloneBundle(b))
 		}
 	}
 	for _, id := range req.Stop {
-		if b := t.Bundle(id); b != nil && b.Spec.StopAt != 0 && b.Spec.StopAt <= t.now {
-			t.startDeletion(b)
+		if b := t.Bundle(id); b != nil {
+			if stop := b.Spec.EffectiveStop(); stop != 0 && stop <= t.now {
+				t.startDeletion(b)
+			}
 		}
 	}
 	return nil, nil

@@ -180,6 +180,13 @@ func (t *tx) stagePlace(overlay *ledger.Overlay, b *Bundle, p Place) error {
 	if want := b.Spec.SlotPool(p.Slot); n.Pool != want {
 		return fmt.Errorf("%w: node %s is in pool %s, not %s", ErrConflict, p.Node, n.Pool, want)
 	}
+	// The node may have re-registered without the job's runtime since the
+	// plan was made.
+	if spec := b.Spec.Job(p.Job); spec != nil {
+		if need := JobRuntimeNeed(spec, t.TemplateRuntime); !n.RuntimeSet().Fits(need) {
+			return fmt.Errorf("%w: node %s runs %s, not the runtime %s job %s needs", ErrConflict, n.ID, n.RuntimeSet(), need, p.Job)
+		}
+	}
 	k := ledger.Key{Bundle: b.ID(), Replica: p.Slot, Job: p.Job}
 	r := ledger.Reservation{Key: k, Node: n.ID, Pool: n.Pool, Grant: p.Grant}
 	if plant.Active(plant.SkipRecheck) {
@@ -231,6 +238,7 @@ func (t *tx) startAssignment(b *Bundle, p Place) {
 	}
 	if spec := b.Spec.Job(p.Job); spec != nil {
 		a.Launch = spec.Launch
+		a.Runtime = LaunchRuntime(&spec.Launch, t.TemplateRuntime)
 	}
 	if old := t.Assignment(a.ID); old != nil {
 		a.CreateIndex = old.CreateIndex

@@ -110,7 +110,7 @@ func deriveState(b *Bundle, now int64) string {
 	}
 	primary := &b.Replicas[0]
 	if !primary.Complete() {
-		if len(b.Held()) == 0 && b.Spec.StartAt > now {
+		if len(b.Held()) == 0 && b.Spec.EffectiveStart() > now {
 			return StateScheduled
 		}
 		if b.Explain != nil {

@@ -41,6 +41,8 @@ const (
 	UpsertSpawnType      MessageType = 21
 	DeleteSpawnType      MessageType = 22
 	SpawnBlockedType     MessageType = 23
+	PutTemplateType      MessageType = 24
+	DeleteTemplateType   MessageType = 25
 )
 
 // String names a command type for logs and errors.
@@ -63,6 +65,7 @@ var messageTypeNames = map[MessageType]string{
 	UpsertACLTokenType: "UpsertACLToken", DeleteACLTokenType: "DeleteACLToken",
 	KeyringType:     "Keyring",
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
+	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.

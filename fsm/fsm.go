@@ -89,6 +89,8 @@ func (f *FSM) registerHandlers() {
 	f.handlers[UpsertSpawnType] = decoded(f.applyUpsertSpawn)
 	f.handlers[DeleteSpawnType] = decoded(f.applyDeleteSpawn)
 	f.handlers[SpawnBlockedType] = decoded(f.applySpawnBlocked)
+	f.handlers[PutTemplateType] = decoded(f.applyPutTemplate)
+	f.handlers[DeleteTemplateType] = decoded(f.applyDeleteTemplate)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

@@ -21,13 +21,15 @@ const (
 	tableMeta         = "meta"
 	tableKeyring      = "keyring"
 	tableSpawns       = "spawns"
+	tableTemplates    = "templates"
+	tableBlobs        = "blobs"
 )
 
 // Tables lists every table in snapshot order; the index table comes last so a
 // restore sees every row before the indexes that describe them.
 var Tables = []string{
 	tableNodes, tablePools, tableBundles, tableReservations, tableAssignments,
-	tableServices, tableEvents, tableKeyring, tableSpawns, tableMeta, tableACLTokens, tableIndex,
+	tableServices, tableEvents, tableKeyring, tableSpawns, tableTemplates, tableBlobs, tableMeta, tableACLTokens, tableIndex,
 }
 
 // reservationRow stores a node service's ledger reservation under its key
@@ -116,6 +118,8 @@ func schema() *memdb.DBSchema {
 			"node": {Name: "node", Unique: true, Indexer: strIndexer[Spawn]{pick: func(s *Spawn) string { return s.NodeID }}},
 			"pool": fieldIndex("pool", func(s *Spawn) string { return s.Pool }),
 		}},
+		tableTemplates: {Name: tableTemplates, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(t *Template) string { return t.Name })}},
+		tableBlobs:     {Name: tableBlobs, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(b *TemplateBlob) string { return b.Digest })}},
 	}}
 }
 

@@ -54,6 +54,9 @@ var sections = []section{
 	{kind: 8, table: tableMeta, row: func() any { return &metaRow{} }},
 	{kind: 13, table: tableACLTokens, row: func() any { return &ACLToken{} }},
 	{kind: 14, table: tableKeyring, row: func() any { return &Keyring{} }},
+	// Kinds 18 and 19: templates and their archives (DESIGN §2.3a).
+	{kind: 18, table: tableTemplates, row: func() any { return &Template{} }},
+	{kind: 19, table: tableBlobs, row: func() any { return &TemplateBlob{} }},
 	{kind: 9, table: tableIndex, row: func() any { return &indexRow{} }},
 }
 
@@ -199,6 +202,7 @@ func decodeRows(sr *snapshot.Reader, out chan<- decodedBatch, done <-chan struct
 		if err != nil {
 			return fmt.Errorf("restore: %w", err)
 		}
+		normalizeRow(row)
 		if sec.keep == nil || sec.keep(row) {
 			cur.rows = append(cur.rows, row)
 		}
@@ -218,6 +222,22 @@ func decodeRow(sec section, rec []byte, dec *codec.Decoder, rd *rowDec) (any, er
 		return nil, fmt.Errorf("decode %s row: %w", sec.table, err)
 	}
 	return row, nil
+}
+
+// normalizeRow gives launches that older servers stored in the older
+// {driver, command, env} shape their legacy form, as Apply does for old
+// log entries, so every read shows the union's form.
+func normalizeRow(row any) {
+	switch r := row.(type) {
+	case *Bundle:
+		for i := range r.Spec.Jobs {
+			NormalizeLaunch(&r.Spec.Jobs[i].Launch)
+		}
+	case *Assignment:
+		NormalizeLaunch(&r.Launch)
+	case *NodeService:
+		NormalizeLaunch(&r.Launch)
+	}
 }
 
 // PersistTo writes a snapshot taken by FSM.Snapshot to w, for an operator's

@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/amserver/amserver/ledger"
@@ -173,7 +174,8 @@ func TestRestoreRowCodecV1Snapshot(t *testing.T) {
 	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if got := stateHash(t, f); got != golden.Digest {
+	checkLegacyLaunches(t, f)
+	if got := olderShapeHash(t, f); got != golden.Digest {
 		t.Fatalf("restored digest %s, writer's %s", got, golden.Digest)
 	}
 	// Saved again, it uses the current kinds and restores to the same state.
@@ -195,7 +197,96 @@ func TestRestoreRowCodecV1Snapshot(t *testing.T) {
 	if err := again.Restore(io.NopCloser(bytes.NewReader(buf.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
-	if got := stateHash(t, again); got != golden.Digest {
+	if got := olderShapeHash(t, again); got != golden.Digest {
 		t.Fatal("a v1 snapshot saved again restored to a different state")
+	}
+}
+
+// checkLegacyLaunches: every launch of the state reads as the union's
+// legacy form, whatever shape its writer stored.
+func checkLegacyLaunches(t *testing.T, f *FSM) {
+	t.Helper()
+	eachLaunch(f.State().txn, func(what string, l *Launch) {
+		if l.Kind != LaunchLegacy || l.Job == nil || oldShape(l) {
+			t.Fatalf("%s launch %+v is not in the legacy form", what, *l)
+		}
+	})
+}
+
+// olderShapeHash is the state's digest with every legacy launch written back
+// in the older {driver, command, env} shape: restore normalized the
+// launches and must have changed nothing else.
+func olderShapeHash(t *testing.T, f *FSM) string {
+	t.Helper()
+	txn := f.db.Txn(true)
+	var rows []struct {
+		table string
+		row   any
+	}
+	for _, table := range []string{tableBundles, tableAssignments, tableServices} {
+		it, err := txn.Get(table, "id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			rows = append(rows, struct {
+				table string
+				row   any
+			}{table, raw})
+		}
+	}
+	for _, r := range rows {
+		cp := cloneRow(t, r.row)
+		eachRowLaunch(cp, func(_ string, l *Launch) {
+			if l.Kind == LaunchLegacy && l.Job != nil {
+				*l = Launch{Driver: l.Job.Driver, Command: l.Job.Command, Env: l.Job.Env}
+			}
+		})
+		if err := txn.Insert(r.table, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer txn.Abort()
+	d, err := (&State{txn: txn}).Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func cloneRow(t *testing.T, row any) any {
+	switch r := row.(type) {
+	case *Bundle:
+		return cloneBundle(r)
+	case *Assignment:
+		cp := *r
+		return &cp
+	case *NodeService:
+		cp := *r
+		return &cp
+	}
+	t.Fatalf("cloneRow: %T", row)
+	return nil
+}
+
+func eachLaunch(txn *memdb.Txn, fn func(what string, l *Launch)) {
+	for _, table := range []string{tableBundles, tableAssignments, tableServices} {
+		it, _ := txn.Get(table, "id")
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			eachRowLaunch(raw, fn)
+		}
+	}
+}
+
+func eachRowLaunch(row any, fn func(what string, l *Launch)) {
+	switch r := row.(type) {
+	case *Bundle:
+		for i := range r.Spec.Jobs {
+			fn("bundle "+r.ID(), &r.Spec.Jobs[i].Launch)
+		}
+	case *Assignment:
+		fn("assignment "+r.ID, &r.Launch)
+	case *NodeService:
+		fn("service "+r.ID, &r.Launch)
 	}
 }

@@ -118,6 +118,9 @@ type InstanceType struct {
 	TotalCores    int                 `json:"totalCores"`
 	GPUs          []ledger.GPU        `json:"gpus,omitempty"`
 	Capabilities  []ledger.Capability `json:"capabilities,omitempty"`
+	// Runtimes and Kind are what its nodes will advertise (Node's).
+	Runtimes []string `json:"runtimes,omitempty"`
+	Kind     string   `json:"kind,omitempty"`
 }
 
 // Pool groups nodes; it carries placement policy and aggregate caps.

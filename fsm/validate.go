@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -38,8 +37,9 @@ type ExprChecker interface {
 	Check(expr string) error
 }
 
-// Normalize fills defaults in place. It touches nothing else, so a
-// normalized spec compares equal to a resubmission of the same spec.
+// Normalize fills defaults in place and puts launches in their stored form
+// (NormalizeLaunch). It touches nothing else, so a normalized spec compares
+// equal to a resubmission of the same spec.
 func Normalize(spec *BundleSpec) {
 	if spec == nil {
 		return
@@ -50,10 +50,11 @@ func Normalize(spec *BundleSpec) {
 	if spec.Placement.SameAz == "" {
 		spec.Placement.SameAz = SameAzOff
 	}
+	// Reserved tags are the server's: a user's are dropped (the API warns
+	// first, StripReservedTags), then __stopDateTime is set from the launch.
+	StripReservedTags(spec)
 	for i := range spec.Jobs {
-		if spec.Jobs[i].Launch.Driver == "" {
-			spec.Jobs[i].Launch.Driver = DriverNone
-		}
+		NormalizeLaunch(&spec.Jobs[i].Launch)
 	}
 	if r := spec.Resilience; r != nil {
 		for _, rule := range []*string{&r.SameNode, &r.SameAz, &r.SameCloud} {
@@ -130,14 +131,12 @@ func checkBundleFields(c *collector, spec *BundleSpec) {
 	}
 	if spec.StartAt != 0 && spec.StopAt != 0 && spec.StopAt <= spec.StartAt {
 		c.errorf("", CodeInvalidRequirement, "stopAt must be after startAt")
+	} else if start, stop := spec.EffectiveStart(), spec.EffectiveStop(); stop != 0 && stop <= start && !jobStopsBeforeStart(spec) {
+		c.errorf("", CodeInvalidRequirement, "the bundle would stop (the earliest of stopAt and its jobs' stopDateTime) before it starts (the latest of startAt and their startDateTime)")
 	}
-	for _, k := range slices.Sorted(maps.Keys(spec.Tags)) { // map order is random; findings must not be
-		switch {
-		case k == "":
-			c.errorf("", CodeInvalidRequirement, "tag keys must not be empty")
-		case strings.HasPrefix(k, "__"):
-			c.errorf("", CodeInvalidRequirement, "tag key %q is reserved (keys starting \"__\")", k)
-		}
+	// Reserved "__" keys are stripped by Normalize, with a warning from the API.
+	if _, ok := spec.Tags[""]; ok {
+		c.errorf("", CodeInvalidRequirement, "tag keys must not be empty")
 	}
 }
 
@@ -252,6 +251,7 @@ func (v *jobValidator) job(i int) {
 	}
 	reqOK := checkRequest(v.c, j.Name, j.Requirements)
 	checkJobFields(v.c, j)
+	v.checkTemplate(j)
 	v.checkExpressions(j)
 	v.checkPlacement(i)
 	if reqOK && v.pool != nil {
@@ -312,19 +312,8 @@ func checkJobFields(c *collector, j *Job) {
 			bad("affinity weight %d must be within -%d..%d", a.Weight, maxAffinityWeight, maxAffinityWeight)
 		}
 	}
-	checkLaunch(c, j.Name, j.Launch)
-}
-
-func checkLaunch(c *collector, job string, l Launch) {
-	switch l.Driver {
-	case "", DriverNone:
-	case DriverExec:
-		if len(l.Command) == 0 || l.Command[0] == "" {
-			c.errorf(job, CodeInvalidRequirement, "launch driver exec needs a command")
-		}
-	default:
-		c.errorf(job, CodeInvalidRequirement, "launch driver %q must be exec or none", l.Driver)
-	}
+	checkLaunch(c, j.Name, &j.Launch)
+	checkRuntime(c, j)
 }
 
 func (v *jobValidator) checkExpressions(j *Job) {
@@ -409,9 +398,10 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 		report = v.c.errorf
 	}
 	req := v.pool.Effective(j.Requirements)
+	need := JobRuntimeNeed(j, v.st.TemplateRuntime)
 	if _, found := v.profiles.at(0); !found {
 		code := CodeUnsatisfiableCapacity
-		if s := shortfalls(req, ledger.Inventory{}, v.pool.Caps); len(s) > 0 {
+		if s := shortfalls(req, need, profile{}, v.pool.Caps); len(s) > 0 {
 			code = s[0].code
 		}
 		report(j.Name, code, "pool %q has no nodes or instance types yet", v.pool.Name)
@@ -423,7 +413,7 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 	n := 0
 	for p, ok := v.profiles.at(0); ok; p, ok = v.profiles.at(n) {
 		n++
-		s := shortfalls(req, p.inv, v.pool.Caps)
+		s := shortfalls(req, need, p, v.pool.Caps)
 		if len(s) == 0 {
 			return
 		}
@@ -435,7 +425,7 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 		}
 	}
 	reported := false
-	for _, d := range shortfalls(req, ledger.Inventory{}, ledger.PoolCaps{}) {
+	for _, d := range shortfalls(req, need, profile{}, ledger.PoolCaps{}) {
 		if missing[d] == n {
 			report(j.Name, d.code, "no node profile in pool %q offers %s", v.pool.Name, d.what)
 			reported = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-memdb"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/ledger"
 )
 
@@ -76,6 +77,9 @@ func ValidateNode(n *Node) error {
 		return invalidf("node totalCores %d must be within 0..%d", n.TotalCores, maxCores)
 	}
 	if err := validateInventory("node", n.GPUs, n.Capabilities); err != nil {
+		return err
+	}
+	if err := checkNodeRuntimes("node", n.Runtimes, n.Kind); err != nil {
 		return err
 	}
 	if len(n.Labels) > maxLabels {
@@ -207,7 +211,11 @@ func validateElastic(p *Pool) error {
 			return invalidf("pool instanceTypes: %q totalCores must be within 0..%d", it.Name, maxCores)
 		}
 		names[it.Name] = true
-		if err := validateInventory("pool instance type "+strconv.Quote(it.Name), it.GPUs, it.Capabilities); err != nil {
+		what := "pool instance type " + strconv.Quote(it.Name)
+		if err := validateInventory(what, it.GPUs, it.Capabilities); err != nil {
+			return err
+		}
+		if err := checkNodeRuntimes(what, it.Runtimes, it.Kind); err != nil {
 			return err
 		}
 	}
@@ -225,9 +233,7 @@ func NormalizeService(s *NodeService) {
 	if s.Lifecycle == "" {
 		s.Lifecycle = LifecycleEager
 	}
-	if s.Launch.Driver == "" {
-		s.Launch.Driver = DriverNone
-	}
+	NormalizeLaunch(&s.Launch)
 }
 
 // ValidateService checks a (normalized) node service.
@@ -256,9 +262,12 @@ func ValidateService(s *NodeService) error {
 		return err
 	}
 	var c collector
-	checkLaunch(&c, "", s.Launch)
+	checkLaunch(&c, "", &s.Launch)
 	if len(c.out.Errors) > 0 {
 		return invalidf("service launch: %s", c.out.Errors[0].Message)
+	}
+	if s.Launch.Kind == api.LaunchProductTemplate {
+		return invalidf("service launch: node services run legacy launches only")
 	}
 	return nil
 }
@@ -292,6 +301,7 @@ func poolClouds(st *State, p *Pool) []string {
 type profile struct {
 	name string
 	inv  ledger.Inventory
+	rt   RuntimeSet
 }
 
 // profileSource lists a pool's profiles, instance types first. Registered
@@ -318,7 +328,8 @@ func poolProfiles(st *State, p *Pool) *profileSource {
 		for _, it := range p.InstanceTypes {
 			inv := ledger.Inventory{Allocatable: it.TotalCapacity, TotalCores: it.TotalCores, GPUs: it.GPUs}
 			inv.Capabilities = withServices(it.Capabilities, nil, src.services)
-			src.seen = append(src.seen, profile{name: "instance type " + strconv.Quote(it.Name), inv: inv})
+			src.seen = append(src.seen, profile{name: "instance type " + strconv.Quote(it.Name), inv: inv,
+				rt: OfferedRuntimes(it.Runtimes, it.Kind)})
 		}
 	}
 	if it, err := st.txn.Get(tableNodes, "pool", p.Name); err == nil {
@@ -338,7 +349,7 @@ func (s *profileSource) at(i int) (profile, bool) {
 		n := raw.(*Node)
 		inv := n.Inventory()
 		inv.Capabilities = withServices(n.Capabilities, n.Provided, s.services)
-		s.seen = append(s.seen, profile{name: "node " + strconv.Quote(n.ID), inv: inv})
+		s.seen = append(s.seen, profile{name: "node " + strconv.Quote(n.ID), inv: inv, rt: n.RuntimeSet()})
 	}
 	if i < len(s.seen) {
 		return s.seen[i], true
@@ -393,10 +404,17 @@ type shortfall struct {
 	code, what string
 }
 
-// shortfalls lists what inv lacks for req on an empty node, in the order
-// capacity, cores, gpu, capabilities. Pool caps bound a single job too.
-func shortfalls(req ledger.Request, inv ledger.Inventory, caps ledger.PoolCaps) []shortfall {
+// shortfalls lists what profile p lacks for a job's request and runtime
+// need on an empty node, in the order runtime, capacity, cores, gpu,
+// capabilities. Pool caps bound a single job too.
+func shortfalls(req ledger.Request, need RuntimeSet, p profile, caps ledger.PoolCaps) []shortfall {
 	var out []shortfall
+	// An unknown runtime or template is an error of its own; no profile
+	// is to blame.
+	if need&runtimeUnknown == 0 && !p.rt.Fits(need) {
+		out = append(out, runtimeShortfall(need))
+	}
+	inv := p.inv
 	if req.Capacity > inv.Allocatable || (caps.MaxCapacity > 0 && req.Capacity > caps.MaxCapacity) {
 		out = append(out, shortfall{CodeUnsatisfiableCapacity, "capacity " + units(req.Capacity)})
 	}

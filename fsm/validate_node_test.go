@@ -58,6 +58,12 @@ func TestValidateNode(t *testing.T) {
 		"empty pool":          {func(n *Node) { n.Pool = "" }, "pool"},
 		"bad pool":            {func(n *Node) { n.Pool = "a b" }, "pool"},
 		"zero capacity":       {func(n *Node) { n.TotalCapacity = 0 }, "totalCapacity"},
+		"runtimes and aliases": {func(n *Node) { n.Runtimes = []string{"EXEC", "wasmtime", "Container", "compose"} }, ""},
+		"unknown runtime":      {func(n *Node) { n.Runtimes = []string{"exec", "podman"} }, `runtime "podman"`},
+		"pve without proxmox":  {func(n *Node) { n.Runtimes = []string{"pve-vm"} }, "kind proxmox"},
+		"pve on proxmox":       {func(n *Node) { n.Runtimes, n.Kind = []string{"pve-vm", "pve-ct", "exec"}, "proxmox" }, ""},
+		"unknown kind":         {func(n *Node) { n.Kind = "vmware" }, "kind"},
+		"too many runtimes":    {func(n *Node) { n.Runtimes = strings.Split(strings.Repeat("exec,", 17), ",")[:17] }, "runtimes"},
 		"absurd capacity":     {func(n *Node) { n.TotalCapacity = 1e9 + 1 }, "totalCapacity"},
 		"zero utilizationCap": {func(n *Node) { n.UtilizationCap = 0 }, "utilizationCap"},
 		"utilizationCap > 1":  {func(n *Node) { n.UtilizationCap = 1001 }, "utilizationCap"},
@@ -129,6 +135,9 @@ func TestValidatePool(t *testing.T) {
 		"instance no capacity":   {func(p *Pool) { p.InstanceTypes[0].TotalCapacity = 0 }, "totalCapacity"},
 		"instance bad cores":     {func(p *Pool) { p.InstanceTypes[0].TotalCores = -1 }, "totalCores"},
 		"instance bad gpu":       {func(p *Pool) { p.InstanceTypes[1].GPUs[0].Capacity = 0 }, "gpus"},
+		"instance runtimes":      {func(p *Pool) { p.InstanceTypes[0].Runtimes = []string{"wasm", "docker"} }, ""},
+		"instance bad runtime":   {func(p *Pool) { p.InstanceTypes[0].Runtimes = []string{"jvm"} }, `runtime "jvm"`},
+		"instance bad kind":      {func(p *Pool) { p.InstanceTypes[0].Kind = "esx" }, "kind"},
 		"min > max":              {func(p *Pool) { p.MinNodes = 11 }, "minNodes"},
 		"negative warm":          {func(p *Pool) { p.Warm = -1 }, "warm"},
 		"negative idleTimeout":   {func(p *Pool) { p.IdleTimeout = -1 }, "idleTimeout"},
@@ -178,8 +187,13 @@ func TestValidateService(t *testing.T) {
 		"provide without name": {func(s *NodeService) { s.Provides[0].Name = "" }, "provides"},
 		"provide zero":         {func(s *NodeService) { s.Provides[0].Count = 0 }, "provides"},
 		"provide twice":        {func(s *NodeService) { s.Provides = append(s.Provides, s.Provides[0]) }, "provides"},
-		"unknown driver":       {func(s *NodeService) { s.Launch.Driver = "docker" }, "launch"},
-		"exec without command": {func(s *NodeService) { s.Launch.Command = nil }, "launch"},
+		"unknown driver":       {func(s *NodeService) { s.Launch.Job.Driver = "podman" }, "launch"},
+		"docker without image": {func(s *NodeService) { s.Launch.Job.Driver = "docker" }, "image"},
+		"mixed shapes":         {func(s *NodeService) { s.Launch.Driver = "exec" }, "mixes"},
+		"template launch": {func(s *NodeService) {
+			s.Launch = Launch{Kind: LaunchProductTemplate, Ref: "web"}
+		}, "legacy launches only"},
+		"exec without command": {func(s *NodeService) { s.Launch.Job.Command = nil }, "launch"},
 	}
 	valCheck(t, valid, ValidateService, cases)
 }
@@ -187,7 +201,7 @@ func TestValidateService(t *testing.T) {
 func TestNormalizeService(t *testing.T) {
 	s := &NodeService{ID: "x"}
 	NormalizeService(s)
-	if s.Lifecycle != LifecycleEager || s.Launch.Driver != DriverNone {
+	if s.Lifecycle != LifecycleEager || s.Launch.Kind != LaunchLegacy || s.Launch.Job == nil || s.Launch.Job.Driver != DriverNone {
 		t.Fatalf("normalized %+v", s)
 	}
 	NormalizeService(nil)

@@ -15,7 +15,7 @@ import (
 )
 
 // valState builds a read-only State holding the given rows, without an FSM.
-func valState(t testing.TB, pools []*Pool, nodes []*Node, services ...*NodeService) *State {
+func valState(t testing.TB, pools []*Pool, nodes []*Node, rows ...any) *State {
 	t.Helper()
 	db := newDB()
 	txn := db.Txn(true)
@@ -30,8 +30,17 @@ func valState(t testing.TB, pools []*Pool, nodes []*Node, services ...*NodeServi
 	for _, n := range nodes {
 		insert("nodes", n)
 	}
-	for _, s := range services {
-		insert("services", s)
+	for _, r := range rows {
+		switch r := r.(type) {
+		case *NodeService:
+			insert("services", r)
+		case *Template:
+			insert("templates", r)
+		case *TemplateBlob:
+			insert("blobs", r)
+		default:
+			t.Fatalf("valState: no table for %T", r)
+		}
 	}
 	txn.Commit()
 	return newState(db)
@@ -69,7 +78,9 @@ func valFixture(t testing.TB) *State {
 		valNode("c1", "capped", "aws", 8000, 8)}
 	licence := &NodeService{ID: "lic", Pools: []string{"svc"}, Lifecycle: LifecycleEager,
 		Consumes: []ledger.CapabilityRequest{{Name: "nic", Count: 1}}, Provides: []ledger.Capability{{Name: "licence", Count: 4}}}
-	return valState(t, pools, nodes, licence)
+	pools = append(pools, valRuntimePools()...)
+	nodes = append(nodes, valRuntimeNodes()...)
+	return valState(t, pools, nodes, append([]any{licence}, valTemplates()...)...)
 }
 
 // valExprs rejects expressions containing "((" and panics on "panic".
@@ -191,9 +202,9 @@ var valCases = []struct {
 	{"unknown priority", func(s *BundleSpec) { s.Priority = "platinum" }, valIR, nil},
 	{"unknown sameAz", func(s *BundleSpec) { s.Placement.SameAz = "maybe" }, valIR, nil},
 	{"unknown resilience rule", func(s *BundleSpec) { s.Resilience.SameAz = "sometimes" }, valIR, nil},
-	{"unknown driver", func(s *BundleSpec) { s.Jobs[0].Launch.Driver = "docker" }, valIR, nil},
+	{"unknown driver", func(s *BundleSpec) { s.Jobs[0].Launch.Driver = "podman" }, valIR, nil},
 	{"exec without command", func(s *BundleSpec) { s.Jobs[0].Launch.Command = nil }, valIR, nil},
-	{"reserved tag", func(s *BundleSpec) { s.Tags["__owner"] = "x" }, valIR, nil},
+	{"reserved tag is stripped, not refused", func(s *BundleSpec) { s.Tags["__owner"] = "x" }, nil, nil},
 	{"empty tag key", func(s *BundleSpec) { s.Tags[""] = "x" }, valIR, nil},
 	{"affinity weight", func(s *BundleSpec) { s.Jobs[0].Affinities[0].Weight = 101 }, valIR, nil},
 	{"stopAt before startAt", func(s *BundleSpec) { s.StopAt = s.StartAt }, valIR, nil},
@@ -304,7 +315,8 @@ func TestNormalize(t *testing.T) {
 	Normalize(spec)
 	want := &BundleSpec{Priority: PrioritySilver, Placement: Placement{SameAz: SameAzOff}, Jobs: valJobs("a", "b"),
 		Resilience: &Resilience{SameNode: Allow, SameAz: Allow, SameCloud: Forbid}}
-	want.Jobs[0].Launch.Driver, want.Jobs[1].Launch.Driver = DriverNone, DriverExec
+	want.Jobs[0].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverNone}}
+	want.Jobs[1].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverExec}}
 	if !valEqualJSON(t, spec, want) {
 		t.Fatalf("normalized %+v, want %+v", spec, want)
 	}

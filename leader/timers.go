@@ -40,14 +40,15 @@ func (t *timers) pass(ctx context.Context) {
 	}
 }
 
-// dueTimers lists the bundles whose startAt or stopAt has passed at now.
+// dueTimers lists the bundles whose effective start or stop (startAt and
+// stopAt, moved by their jobs' template launch times) has passed at now.
 func dueTimers(st *fsm.State, now int64) *fsm.TimerRequest {
 	req := &fsm.TimerRequest{Now: now}
 	for _, b := range st.Bundles("", "") {
-		if b.State == fsm.StateScheduled && b.Spec.StartAt <= now {
+		if b.State == fsm.StateScheduled && b.Spec.EffectiveStart() <= now {
 			req.Start = append(req.Start, b.ID())
 		}
-		if !b.Deleting && b.Spec.StopAt != 0 && b.Spec.StopAt <= now {
+		if stop := b.Spec.EffectiveStop(); !b.Deleting && stop != 0 && stop <= now {
 			req.Stop = append(req.Stop, b.ID())
 		}
 	}

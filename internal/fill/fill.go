@@ -13,16 +13,28 @@ import (
 // New returns a filled T; seed offsets every value, so two seeds give two
 // different values of one type.
 func New[T any](seed int) *T {
+	return NewWithout[T](seed, nil)
+}
+
+// NewWithout is New leaving the fields skip names zero, as if their types
+// did not have them: the values a type had before fields were added, for
+// golden data written then.
+func NewWithout[T any](seed int, skip func(owner reflect.Type, f reflect.StructField) bool) *T {
 	v := new(T)
-	fillValue(reflect.ValueOf(v).Elem(), &seed)
+	f := filler{skip: skip}
+	f.fillValue(reflect.ValueOf(v).Elem(), &seed)
 	return v
+}
+
+type filler struct {
+	skip func(owner reflect.Type, f reflect.StructField) bool
 }
 
 // fillValue sets every exported field reachable from v to a distinct
 // non-zero value: strings "s<n>", numbers n (floats n+0.5), bools true,
 // two elements per slice and map, pointers allocated, times n seconds
 // after 2001-09-09.
-func fillValue(v reflect.Value, n *int) {
+func (f filler) fillValue(v reflect.Value, n *int) {
 	*n++
 	switch v.Kind() {
 	case reflect.String:
@@ -37,18 +49,18 @@ func fillValue(v reflect.Value, n *int) {
 		v.SetFloat(float64(*n) + 0.5)
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
-		fillValue(v.Elem(), n)
+		f.fillValue(v.Elem(), n)
 	case reflect.Slice:
 		v.Set(reflect.MakeSlice(v.Type(), 2, 2))
 		for i := range 2 {
-			fillValue(v.Index(i), n)
+			f.fillValue(v.Index(i), n)
 		}
 	case reflect.Map:
 		v.Set(reflect.MakeMap(v.Type()))
 		for range 2 {
 			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-			fillValue(k, n)
-			fillValue(e, n)
+			f.fillValue(k, n)
+			f.fillValue(e, n)
 			v.SetMapIndex(k, e)
 		}
 	case reflect.Struct:
@@ -57,8 +69,9 @@ func fillValue(v reflect.Value, n *int) {
 			return
 		}
 		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				fillValue(v.Field(i), n)
+			sf := v.Type().Field(i)
+			if sf.IsExported() && (f.skip == nil || !f.skip(v.Type(), sf)) {
+				f.fillValue(v.Field(i), n)
 			}
 		}
 	default:
