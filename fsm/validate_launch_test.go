@@ -51,14 +51,26 @@ var launchCases = []struct {
 	edit             func(s *BundleSpec)
 	errors, warnings []string
 }{
-	{"template by name", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")} }, nil, nil},
-	{"template pinned", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@"+valDigest(1))} }, nil, nil},
-	{"template missing", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "ghost")} },
+	{"template by name", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+	}, nil, nil},
+	{"template pinned", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@"+valDigest(1))}
+	}, nil, nil},
+	{"template missing", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "ghost")}
+	},
 		[]string{CodeUnknownTemplate}, nil},
-	{"template version of another name", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@"+valDigest(3))} },
+	{"template version of another name", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@"+valDigest(3))}
+	},
 		[]string{CodeUnknownTemplate}, nil},
-	{"bad ref", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "Web@sha1:00")} }, []string{CodeInvalidTemplateRef}, nil},
-	{"bad digest", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@sha256:ABC")} }, []string{CodeInvalidTemplateRef}, nil},
+	{"bad ref", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "Web@sha1:00")}
+	}, []string{CodeInvalidTemplateRef}, nil},
+	{"bad digest", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@sha256:ABC")}
+	}, []string{CodeInvalidTemplateRef}, nil},
 	{"no ref", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "")} }, []string{CodeInvalidTemplateRef}, nil},
 	{"bad parameter keys", func(s *BundleSpec) {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
@@ -114,15 +126,21 @@ var launchCases = []struct {
 	{"unknown runtime", func(s *BundleSpec) { s.Jobs[3].Runtime = &RuntimeRequirement{OneOf: []string{"jvm"}} },
 		[]string{CodeUnknownRuntime}, nil},
 	{"empty oneOf", func(s *BundleSpec) { s.Jobs[3].Runtime = &RuntimeRequirement{} }, []string{CodeUnknownRuntime}, nil},
-	{"wasm in a cluster pool without it warns", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "mod")} },
+	{"wasm in a cluster pool without it warns", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "mod")}
+	},
 		nil, []string{CodeUnsatisfiableRuntime}},
 	{"docker where nodes list no runtimes warns", func(s *BundleSpec) {
 		s.Jobs[3].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverDocker, Image: "x"}}
 	}, nil, []string{CodeUnsatisfiableRuntime}},
 	{"exec where nodes list no runtimes", func(s *BundleSpec) {}, nil, nil},
-	{"wasm in an elastic pool without it errs", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rtburst", 0, 0, []Job{valTemplateJob("a", "mod")} },
+	{"wasm in an elastic pool without it errs", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rtburst", 0, 0, []Job{valTemplateJob("a", "mod")}
+	},
 		[]string{CodeUnsatisfiableRuntime}, nil},
-	{"compose in an elastic pool with it", func(s *BundleSpec) { s.Pool, s.StartAt, s.StopAt, s.Jobs = "rtburst", 0, 0, []Job{valTemplateJob("a", "web")} }, nil, nil},
+	{"compose in an elastic pool with it", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rtburst", 0, 0, []Job{valTemplateJob("a", "web")}
+	}, nil, nil},
 	{"exec in an elastic pool whose types list others", func(s *BundleSpec) {
 		s.Pool, s.Jobs, s.Resilience = "rtburst", valJobs("a"), nil
 		s.Jobs[0].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverExec, Command: []string{"x"}}}
