@@ -18,6 +18,7 @@ func fuzzFixture(t testingT) *harness {
 	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
 	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
 	h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b2", "p", testJob("x", 500, 0))})
+	h.push("web", composeTar(t, 1))
 	return h
 }
 
@@ -46,6 +47,11 @@ func FuzzApply(f *testing.F) {
 		{TimerType, &TimerRequest{Now: 5, Start: []string{"b1"}, Stop: []string{"b2"}}},
 		{UpsertACLTokenType, &UpsertACLTokenRequest{Token: ACLToken{AccessorID: "a", SecretHash: hashA, Kind: ACLWorker, NodeID: "n1"}}},
 		{DeleteACLTokenType, &DeleteACLTokenRequest{AccessorID: "a"}},
+		{PutTemplateType, putReq(f, "web", composeTar(f, 1))},
+		{PutTemplateType, &PutTemplateRequest{Name: "web", Digest: valDigest(1), Runtime: "wasm", Files: 1, Archive: []byte("x")}},
+		{DeleteTemplateType, &DeleteTemplateRequest{Name: "web"}},
+		{CreateBundleType, &CreateBundleRequest{Spec: templateBundle("b3", "web")}},
+		{CreateBundleType, &CreateBundleRequest{Spec: templateBundle("b3", "web@"+valDigest(2))}},
 	}
 	for _, s := range seeds {
 		f.Add(mustEncode(f, s.typ, s.body))
