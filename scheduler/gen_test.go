@@ -73,6 +73,13 @@ func genWorldN(t *rapid.T, lo, hi int) *world {
 	return &world{c: c, bundle: c.bundle(spec)}
 }
 
+// Runtimes nodes offer and jobs need: mostly none (every node runs exec),
+// so the other rules still get their share of the draws.
+var (
+	genRuntimeOffers = [][]string{nil, nil, nil, {"exec", "docker"}, {"wasm"}, {"compose", "exec"}}
+	genRuntimeNeeds  = [][]string{nil, nil, nil, nil, {"docker"}, {"wasm", "compose"}, {"exec"}}
+)
+
 func genNode(t *rapid.T, id string) fsm.Node {
 	n := mkNode(id, "p", rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, id+"az"),
 		rapid.SampledFrom([]string{"x", "y"}).Draw(t, id+"cloud"),
@@ -90,6 +97,7 @@ func genNode(t *rapid.T, id string) fsm.Node {
 	if rapid.IntRange(0, 4).Draw(t, id+"taint") == 0 {
 		n.Taints = []string{"special"}
 	}
+	n.Runtimes = rapid.SampledFrom(genRuntimeOffers).Draw(t, id+"runtimes")
 	if rapid.IntRange(0, 6).Draw(t, id+"cordon") == 0 {
 		n.Cordoned = true
 	}
@@ -103,7 +111,7 @@ func genExisting(t *rapid.T, c *cluster, id string) {
 	nodes := st.Nodes("p")
 	node := nodes[rapid.IntRange(0, len(nodes)-1).Draw(t, id+"node")]
 	j := genJob(t, id+"j", "a")
-	j.Constraints, j.Tolerations, j.Affinities = nil, []string{"special"}, nil
+	j.Constraints, j.Tolerations, j.Affinities, j.Runtime = nil, []string{"special"}, nil, nil
 	pool := st.Pool("p")
 	g, err := ledger.Fit(node.Inventory(), node.Usage, pool.Effective(j.Requirements))
 	if err != nil || ledger.CheckPool(pool.Caps, pool.Usage, g) != nil || !node.Placeable() {
@@ -137,6 +145,9 @@ func genJob(t *rapid.T, label, name string) fsm.Job {
 	}
 	if rapid.IntRange(0, 3).Draw(t, label+"expr") == 0 {
 		j.Constraints = []string{rapid.SampledFrom(genExprs).Draw(t, label+"constraint").expr}
+	}
+	if need := rapid.SampledFrom(genRuntimeNeeds).Draw(t, label+"runtime"); need != nil {
+		j.Runtime = &fsm.RuntimeRequirement{OneOf: need}
 	}
 	if rapid.IntRange(0, 3).Draw(t, label+"aff") == 0 {
 		j.Affinities = []fsm.Affinity{{Expression: genExprs[0].expr, Weight: rapid.IntRange(-100, 100).Draw(t, label+"w")}}

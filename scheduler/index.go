@@ -17,6 +17,7 @@ type nodeInfo struct {
 	inv       ledger.Inventory
 	usage     ledger.Usage // the snapshot's, kept here so scans stay in one array
 	taints    []string
+	rt        fsm.RuntimeSet // the runtimes it offers
 	idHash    uint64 // tie-break input: stable under unrelated node changes
 	az, cloud string
 	tier      int // position in its pool's cascade; -1 when no tier takes its cloud
@@ -90,7 +91,7 @@ func buildIndex(v View, all []*fsm.Node) *index {
 		}
 		info := &x.nodes[i]
 		*info = nodeInfo{
-			node: n, inv: n.Inventory(), usage: n.Usage, taints: n.Taints, idHash: hashString(n.ID), pos: int32(i),
+			node: n, inv: n.Inventory(), usage: n.Usage, taints: n.Taints, rt: n.RuntimeSet(), idHash: hashString(n.ID), pos: int32(i),
 			az: n.AZ(), cloud: n.Cloud(), placeable: n.Placeable(),
 			tier: tierOf(p.cfg, n.Cloud()), act: &cells[i],
 		}

@@ -139,7 +139,25 @@ func (o *oracle) allowed(i int, n *fsm.Node) bool {
 			return false
 		}
 	}
-	return true
+	return runsOneOf(n, j.Runtime)
+}
+
+// runsOneOf: a node runs what it lists, or exec when it lists nothing; the
+// generators use canonical names only.
+func runsOneOf(n *fsm.Node, r *fsm.RuntimeRequirement) bool {
+	if r == nil {
+		return true
+	}
+	offers := n.Runtimes
+	if len(offers) == 0 {
+		offers = []string{"exec"}
+	}
+	for _, want := range r.OneOf {
+		if slices.Contains(offers, want) {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *oracle) complete(assign []string) bool {

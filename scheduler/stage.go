@@ -10,6 +10,7 @@ const (
 	StagePool         = "pool"
 	StagePlaceable    = "placeable"
 	StageTaints       = "taints"
+	StageRuntime      = "runtime"
 	StageConstraints  = "constraints"
 	StageGPU          = ledger.DimGPU
 	StageCores        = ledger.DimCores
@@ -75,6 +76,9 @@ func (c *cycle) hostMask() uint64 {
 // so scans run chain[indexedStages:].
 func buildChain(t *replicaTask, g *group, hardAZ bool) []filter {
 	chain := []filter{poolFilter{}, placeableFilter{}, taintFilter{}}
+	if len(g.runtimes) > 0 {
+		chain = append(chain, runtimeFilter{})
+	}
 	if len(g.exprs) > 0 {
 		chain = append(chain, constraintFilter{})
 	}

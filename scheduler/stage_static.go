@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // poolFilter: the node is in the replica's pool and in one of its tiers.
@@ -67,6 +68,25 @@ func (taintFilter) Filter(c *cycle) bool {
 			}
 			return c.fail(StageTaints, 0)
 		}
+	}
+	return true
+}
+
+// runtimeFilter: the node runs, for every job to place, one of the runtimes
+// the job may run on (its runtime.oneOf, or what its launch implies).
+type runtimeFilter struct{}
+
+func (runtimeFilter) Name() string { return StageRuntime }
+
+func (runtimeFilter) Filter(c *cycle) bool {
+	for _, r := range c.g.runtimes {
+		if c.n.rt.Fits(r.need) {
+			continue
+		}
+		if c.explain {
+			c.detail = fmt.Sprintf("job %s needs runtime %s; node runs %s", r.job, strings.Join(r.need.Names(), " or "), c.n.rt)
+		}
+		return c.fail(StageRuntime, 0)
 	}
 	return true
 }

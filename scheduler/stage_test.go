@@ -13,13 +13,13 @@ import (
 func TestChainOrderIsTheDesignOrder(t *testing.T) {
 	c := threeNodes(t)
 	snap := NewEngine(Options{}).Snapshot(c.state())
-	all := fsm.Job{Name: "a", Constraints: []string{`node.id != "x"`}, Requirements: ledger.Request{
+	all := fsm.Job{Name: "a", Constraints: []string{`node.id != "x"`}, Runtime: &fsm.RuntimeRequirement{OneOf: []string{"exec"}}, Requirements: ledger.Request{
 		Capacity: 1000, Cores: 1, GPUCapacity: 100,
 		Capabilities: []ledger.CapabilityRequest{{Name: "nic", Count: 1}},
 	}}
 	spec := &fsm.BundleSpec{ID: "b", Pool: "p", Jobs: []fsm.Job{all, {Name: "b", SeparateFrom: []string{"a"}}}}
 	task := newTask(snap, Gang{Spec: spec, Forbid: Forbid{AZs: []string{"a"}}})
-	want := []string{StagePool, StagePlaceable, StageTaints, StageConstraints, "capability:*", StageGPU,
+	want := []string{StagePool, StagePlaceable, StageTaints, StageRuntime, StageConstraints, "capability:*", StageGPU,
 		StageCores, StageCapacity, StagePoolCaps, StageSameAz, StageSeparateFrom, StageAntiAffinity}
 	if got := names(buildChain(task, task.groups[0], true)); !slices.Equal(got, want) {
 		t.Fatalf("chain %v, want %v", got, want)

@@ -57,8 +57,15 @@ type group struct {
 	selfSep   bool
 	dem       demand
 	tolerated []string // taints every job to place tolerates
+	runtimes  []jobRuntime
 	exprs     []jobExpr
 	affinity  []jobAffinity
+}
+
+// jobRuntime is the runtimes one job of a group may run on (one of them).
+type jobRuntime struct {
+	job  string
+	need fsm.RuntimeSet
 }
 
 type jobExpr struct {
@@ -205,6 +212,9 @@ func fillGroup(sn *Snapshot, t *replicaTask, g *group) {
 		}
 		g.place = append(g.place, i)
 		g.dem.addRequest(j.req)
+		if need := fsm.JobRuntimeNeed(j.spec, sn.idx.view.TemplateRuntime); need != 0 {
+			g.runtimes = append(g.runtimes, jobRuntime{job: j.spec.Name, need: need})
+		}
 		for _, e := range j.spec.Constraints {
 			g.exprs = append(g.exprs, jobExpr{job: j.spec.Name, expr: e, memo: sn.expr(e)})
 		}

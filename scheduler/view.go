@@ -21,6 +21,9 @@ type View interface {
 	// NodeReservations returns what a node's reservations hold (preemption
 	// and repair look at it).
 	NodeReservations(node string) []ledger.Reservation
+	// TemplateRuntime is the runtime of the template a ref names ("" when
+	// none): what a template launch needs of a node.
+	TemplateRuntime(ref string) string
 }
 
 var _ View = (*fsm.State)(nil)
