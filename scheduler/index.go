@@ -18,7 +18,7 @@ type nodeInfo struct {
 	usage     ledger.Usage // the snapshot's, kept here so scans stay in one array
 	taints    []string
 	rt        fsm.RuntimeSet // the runtimes it offers
-	idHash    uint64 // tie-break input: stable under unrelated node changes
+	idHash    uint64         // tie-break input: stable under unrelated node changes
 	az, cloud string
 	tier      int // position in its pool's cascade; -1 when no tier takes its cloud
 	placeable bool
