@@ -152,3 +152,21 @@ func TestPlannerNoProvisioner(t *testing.T) {
 		t.Fatalf("plan %+v", plan)
 	}
 }
+
+// TestPlannerPicksTypeWithRuntime: a job that needs a runtime gets an
+// instance type that runs it, even when a smaller one would fit its size.
+func TestPlannerPicksTypeWithRuntime(t *testing.T) {
+	r := newFSMRig(t)
+	p := planPool("e", 0, 0)
+	p.InstanceTypes[0].Runtimes = []string{"exec", "docker"} // large
+	r.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: p})
+	spec := fsm.BundleSpec{ID: "b1", Pool: "e", Jobs: []fsm.Job{{Name: "a", Requirements: ledger.Request{Capacity: 1000},
+		Launch: fsm.Launch{Kind: fsm.LaunchLegacy, Job: &fsm.LegacyJob{Driver: fsm.DriverDocker, Image: "enc"}}}}}
+	r.ok(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec})
+	r.ok(fsm.ApplyPlanType, &fsm.Plan{Parts: []fsm.PlanPart{{Updates: []fsm.BundleUpdate{
+		{BundleID: "b1", Explain: &fsm.Explain{Filtered: map[string]int{}}}}}}})
+	plan := r.plan(0)
+	if len(plan.spawns) != 1 || plan.spawns[0].InstanceType.Name != "large" {
+		t.Fatalf("spawns %+v: want one large (the type with docker)", plan.spawns)
+	}
+}

@@ -1,10 +1,13 @@
 package leader
 
 import (
+	"archive/tar"
+	"bytes"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/artifact"
 	"github.com/amserver/amserver/fsm"
 )
 
@@ -18,10 +21,15 @@ func TestTimers(t *testing.T) {
 		early, due    time.Duration // when to pass: before, then at the time
 		before, after string        // bundle state at those passes
 		wantStart     bool          // the due Timer names the bundle to start
+		// inJob sets the times as the job's template launch times instead
+		// of the bundle's startAt and stopAt.
+		inJob bool
 	}{
-		{"startAt", time.Minute, 0, 59 * time.Second, time.Minute, fsm.StateScheduled, fsm.StatePending, true},
-		{"stopAt", 0, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false},
-		{"both, start first", time.Minute, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false},
+		{"startAt", time.Minute, 0, 59 * time.Second, time.Minute, fsm.StateScheduled, fsm.StatePending, true, false},
+		{"stopAt", 0, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false, false},
+		{"both, start first", time.Minute, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false, false},
+		{"job startDateTime", time.Minute, 0, 59 * time.Second, time.Minute, fsm.StateScheduled, fsm.StatePending, true, true},
+		{"job stopDateTime", 0, 2 * time.Minute, time.Minute, 2 * time.Minute, fsm.StatePending, fsm.StateDeleting, false, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -29,10 +37,21 @@ func TestTimers(t *testing.T) {
 			s := spec("b", "p", "", 100)
 			e.node("n1", "p", 100, 1, fsm.NodeUnknown) // the pool; nothing is placed
 			start := e.clock.Now()
-			if tc.start != 0 {
+			if tc.inJob {
+				e.store.pushTemplate(t, "web")
+				l := &s.Jobs[0].Launch
+				*l = fsm.Launch{Kind: fsm.LaunchProductTemplate, Ref: "web"}
+				if tc.start != 0 {
+					l.StartDateTime = start.Add(tc.start).UTC().Format(time.RFC3339Nano)
+				}
+				if tc.stop != 0 {
+					l.StopDateTime = start.Add(tc.stop).UTC().Format(time.RFC3339Nano)
+				}
+			}
+			if tc.start != 0 && !tc.inJob {
 				s.StartAt = start.Add(tc.start).UnixNano()
 			}
-			if tc.stop != 0 {
+			if tc.stop != 0 && !tc.inJob {
 				s.StopAt = start.Add(tc.stop).UnixNano()
 			}
 			e.create(s)
@@ -63,4 +82,23 @@ func TestTimers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pushTemplate stores a one-file compose template under name.
+func (r *fsmRig) pushTemplate(t *testing.T, name string) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	body := "services:\n  app:\n    image: x\n"
+	if err := tw.WriteHeader(&tar.Header{Name: "compose.yaml", Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = tw.Write([]byte(body))
+	_ = tw.Close()
+	info, err := artifact.Inspect(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ok(fsm.PutTemplateType, &fsm.PutTemplateRequest{Name: name, Digest: info.Digest, Runtime: info.Runtime,
+		Files: info.Files, Archive: buf.Bytes()})
 }
