@@ -159,3 +159,7 @@ func (s *State) templateUser(name, digest string) string {
 
 // archiveDigest names bytes as the cluster does.
 func archiveDigest(b []byte) string { return artifact.Digest(b) }
+
+// ValidTemplateName reports whether name may name a template: the rules of
+// bundle ids.
+func ValidTemplateName(name string) bool { return validName(name) }

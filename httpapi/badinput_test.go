@@ -34,6 +34,7 @@ func badInputEnv(t *testing.T) *env {
 	b.mustApply(t, fsm.UpsertPoolType, fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "el", Kind: fsm.PoolElastic,
 		Scoring: fsm.ScoringBinpack, InstanceTypes: []fsm.InstanceType{{Name: "small", TotalCapacity: 2000, TotalCores: 2}}}})
 	b.mustApply(t, fsm.UpsertServiceType, fsm.UpsertServiceRequest{Service: fsm.NodeService{ID: "svc1", Pools: []string{"p1"}}})
+	seedTemplate(t, e)
 	return e
 }
 
@@ -55,7 +56,8 @@ type badCase struct {
 }
 
 func badInputCases() []badCase {
-	return slices.Concat(badRequestCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases())
+	return slices.Concat(badRequestCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(),
+		templateCases(), launchCases())
 }
 
 const bundles = "/v1/bundles"
@@ -162,7 +164,6 @@ func validationCases() []badCase {
 		v("capacity below resolution", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Capacity = 0.0001 }),
 		v("negative cores", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Cores = -2 }),
 		v("bad priority", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Priority = "platinum" }),
-		v("reserved tag", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Tags = map[string]string{"__x": "1"} }),
 		v("bad startAt", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.StartAt = "tomorrow" }),
 		v("stop before start", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) {
 			s.StartAt, s.StopAt = "2030-01-02T00:00:00Z", "2030-01-01T00:00:00Z"

@@ -86,7 +86,7 @@ func TestPoolsAndServices(t *testing.T) {
 	}
 	svc, err := e.c.PutService(ctx(t), api.NodeService{ID: "ptp", Pools: []string{"gpu"},
 		Provides: []api.Capability{{Name: "ptp-clock", Count: 1}}})
-	if err != nil || svc.Lifecycle != "eager" || svc.Launch.Driver != api.DriverNone {
+	if err != nil || svc.Lifecycle != "eager" || !legacyDriver(svc.Launch, api.DriverNone) {
 		t.Fatalf("service = %+v, %v", svc, err)
 	}
 	list, _, err := e.c.Services(ctx(t), nil)
@@ -175,7 +175,7 @@ func TestAssignmentsAndStatus(t *testing.T) {
 	a := list[0]
 	if a.BundleID != "b1" || a.Job != "enc" || a.Role != api.RolePrimary || a.Desired != api.DesiredRun ||
 		a.Epoch != 1 || a.Capacity != 1.5 || !reflect.DeepEqual(a.Cores, []int{0, 1}) ||
-		a.GPU == nil || a.GPU.Capacity != 0.25 || a.Launch.Driver != api.DriverNone {
+		a.GPU == nil || a.GPU.Capacity != 0.25 || !legacyDriver(a.Launch, api.DriverNone) || a.Runtime != api.DriverNone {
 		t.Fatalf("assignment = %+v", a)
 	}
 	if err := e.c.ReportStatus(ctx(t), "n1", a.ID, api.AssignmentStatus{State: api.JobRunning, Message: "up"}); err != nil {
@@ -212,7 +212,7 @@ func TestBundleLifecycle(t *testing.T) {
 	b := created.Bundle
 	if !created.Created || len(b.ID) != api.IDLength || b.Priority != api.PrioritySilver || b.Placement.SameAz != api.SameAzOff ||
 		b.Resilience.SameAz != api.Allow || b.StartAt != spec.StartAt || len(b.Replicas) != 2 ||
-		b.Replicas[1].Role != api.RoleBackup || b.Jobs[0].Requirements.Capacity != 2.5 || b.Jobs[0].Launch.Driver != api.DriverNone {
+		b.Replicas[1].Role != api.RoleBackup || b.Jobs[0].Requirements.Capacity != 2.5 || !legacyDriver(b.Jobs[0].Launch, api.DriverNone) {
 		t.Fatalf("created = %+v", created)
 	}
 	if created.Warnings == nil {
@@ -387,4 +387,10 @@ func TestPanicIsInternalError(t *testing.T) {
 	if resp.StatusCode != http.StatusInternalServerError || errorBody(t, body).Code != api.CodeInternal {
 		t.Fatalf("panic answered %d %s", resp.StatusCode, body)
 	}
+}
+
+// legacyDriver: a launch reads back in the union's legacy form (the older
+// {driver} shape is never answered) with the given driver.
+func legacyDriver(l api.Launch, driver string) bool {
+	return l.Kind == api.LaunchLegacy && l.Job != nil && l.Job.Driver == driver && l.Driver == "" && l.Command == nil && l.Env == nil
 }

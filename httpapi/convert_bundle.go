@@ -35,7 +35,20 @@ func specToAPI(s *fsm.BundleSpec) api.BundleSpec {
 	if out.Jobs == nil {
 		out.Jobs = []api.Job{} // "jobs" is never null on a read
 	}
+	withoutReservedTags(&out)
 	return out
+}
+
+// withoutReservedTags drops the server's "__" tags from what a reader of a
+// bundle sees (DESIGN §2.3); workers see them in their assignments.
+func withoutReservedTags(s *api.BundleSpec) {
+	s.Tags = fsm.WithoutReservedTags(s.Tags)
+	for i := range s.Jobs {
+		l := &s.Jobs[i].Launch
+		if l.Tags = fsm.WithoutReservedTags(l.Tags); len(l.Tags) == 0 {
+			l.Tags = nil
+		}
+	}
 }
 
 // bundleToAPI renders a bundle. Replica indexes are positions (0 is the
@@ -46,6 +59,7 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 	if out.Jobs == nil {
 		out.Jobs = []api.Job{}
 	}
+	withoutReservedTags(&out.BundleSpec)
 	if out.Degradations == nil {
 		out.Degradations = []api.Degradation{}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,42 +22,61 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// addedFields are the fields types gained after the golden file was
+// written (issue 17: the launch union, runtimes, node kind): fillOld leaves
+// them zero, so the golden data still describes the data it was made from.
+// Their conversions have expectations of their own (convert_template_test.go).
+var addedFields = map[string][]string{
+	"Launch":       {"Kind", "Ref", "Parameters", "Tags", "StartDateTime", "StopDateTime", "Job"},
+	"Job":          {"Runtime"},
+	"Assignment":   {"Runtime"},
+	"Node":         {"Runtimes", "Kind"},
+	"InstanceType": {"Runtimes", "Kind"},
+}
+
+// fillOld is fill.New of T as its types were when the golden file was written.
+func fillOld[T any](seed int) *T {
+	return fill.NewWithout[T](seed, func(owner reflect.Type, f reflect.StructField) bool {
+		return slices.Contains(addedFields[owner.Name()], f.Name)
+	})
+}
+
 // convertOutputs runs every converter on filled and zero values, and on bad
 // input, keyed by what was converted.
 func convertOutputs() map[string]any {
 	out := map[string]any{}
 	st := fsm.New(fsm.Config{}).State()
-	for name, b := range map[string]*fsm.Bundle{"filled": fill.New[fsm.Bundle](0), "zero": {}} {
+	for name, b := range map[string]*fsm.Bundle{"filled": fillOld[fsm.Bundle](0), "zero": {}} {
 		out["bundleToAPI/"+name] = bundleToAPI(b)
 		spec, probs := specFromAPI(specToAPI(&b.Spec))
 		out["specFromAPI/"+name] = []any{spec, probs}
 	}
 	zs, zp := specFromAPI(api.BundleSpec{})
 	out["specFromAPI/apizero"] = []any{zs, zp}
-	for name, n := range map[string]*fsm.Node{"filled": fill.New[fsm.Node](0), "zero": {}} {
+	for name, n := range map[string]*fsm.Node{"filled": fillOld[fsm.Node](0), "zero": {}} {
 		a := nodeView{st: st}.node(n)
 		out["nodeToAPI/"+name] = a
 		back, err := nodeFromAPI("path-id", a.NodeSpec)
 		out["nodeFromAPI/"+name] = []any{back, errText(err)}
 	}
-	for name, p := range map[string]*fsm.Pool{"filled": fill.New[fsm.Pool](0), "zero": {}} {
+	for name, p := range map[string]*fsm.Pool{"filled": fillOld[fsm.Pool](0), "zero": {}} {
 		a := poolToAPI(p)
 		out["poolToAPI/"+name] = a
 		back, err := poolFromAPI("path-name", a)
 		out["poolFromAPI/"+name] = []any{back, errText(err)}
 	}
-	for name, s := range map[string]*fsm.NodeService{"filled": fill.New[fsm.NodeService](0), "zero": {}} {
+	for name, s := range map[string]*fsm.NodeService{"filled": fillOld[fsm.NodeService](0), "zero": {}} {
 		a := serviceToAPI(s)
 		out["serviceToAPI/"+name] = a
 		out["serviceFromAPI/"+name], _ = serviceFromAPI("path-id", a)
 	}
-	for name, a := range map[string]*fsm.Assignment{"filled": fill.New[fsm.Assignment](0), "zero": {}} {
+	for name, a := range map[string]*fsm.Assignment{"filled": fillOld[fsm.Assignment](0), "zero": {}} {
 		out["assignmentToAPI/"+name] = assignmentToAPI(a)
 	}
-	for name, e := range map[string]*fsm.Event{"filled": fill.New[fsm.Event](0), "zero": {}} {
+	for name, e := range map[string]*fsm.Event{"filled": fillOld[fsm.Event](0), "zero": {}} {
 		out["eventToAPI/"+name] = eventToAPI(*e)
 	}
-	out["explainToAPI/filled"] = explainToAPI(fill.New[fsm.Explain](0))
+	out["explainToAPI/filled"] = explainToAPI(fillOld[fsm.Explain](0))
 	out["explainToAPI/zero"] = explainToAPI(&fsm.Explain{})
 	badInputs(out)
 	return out

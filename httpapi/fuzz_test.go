@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"archive/tar"
 	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/artifact"
+	"github.com/amserver/amserver/fsm"
 )
 
 // fuzzServer is a leader over a seeded FSM, driven without a network.
@@ -14,6 +17,9 @@ func fuzzServer(t testing.TB) (*Server, *testBackend) {
 	b := newTestBackend("s1")
 	seedCluster(t, b)
 	placeBundle(t, b, "b1")
+	archive := composeArchive(1)
+	b.mustApply(t, fsm.PutTemplateType, fsm.PutTemplateRequest{Name: "web", Digest: artifact.Digest(archive),
+		Runtime: "compose", Files: 2, Archive: archive})
 	return New(Config{Backend: b, Exprs: exprChecker{}}), b
 }
 
@@ -43,6 +49,14 @@ func FuzzBundleJSON(f *testing.F) {
 		`{"pool":"p1","startAt":"2262-04-11T23:47:16.854775807Z","jobs":[{"name":"a"}]}`,
 		`{"pool":"p1","jobs":[{"name":"a","coLocateWith":["a","b"],"constraints":["!!"]}]}`,
 		`{"id":"","pool":"","jobs":null}`, `null`, `[]`, `{"pool":"p1"}{}`, `{`, ``,
+		// The launch union, the older shape, mixed shapes, reserved tags, runtimes.
+		`{"pool":"p1","jobs":[{"name":"a","launch":{"kind":"productTemplate","ref":"web","parameters":{"PORT":"80","9x":"y"},"tags":{"__a":"1","b":"2"},"startDateTime":"2030-01-01T00:00:00Z","stopDateTime":"2029-01-01T00:00:00Z"}}]}`,
+		`{"pool":"p1","jobs":[{"name":"a","launch":{"kind":"productTemplate","ref":"web@sha256:0000000000000000000000000000000000000000000000000000000000000000"}}]}`,
+		`{"pool":"p1","jobs":[{"name":"a","launch":{"kind":"legacy","job":{"driver":"docker","image":"x","command":["y"],"env":{"A":"1"}}}}]}`,
+		`{"pool":"p1","jobs":[{"name":"a","launch":{"driver":"exec","command":["/bin/x"],"env":{"A":"1"}}}]}`,
+		`{"pool":"p1","jobs":[{"name":"a","launch":{"kind":"productTemplate","ref":"ghost","driver":"exec","job":{}}}]}`,
+		`{"pool":"p1","tags":{"__x":"1"},"jobs":[{"name":"a","runtime":{"oneOf":["WASMTIME","container","jvm"]}}]}`,
+		`{"pool":"p1","jobs":[{"name":"a","runtime":{"oneOf":[]},"launch":{"kind":"vm"}}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -59,6 +73,9 @@ func FuzzNodeJSON(f *testing.F) {
 		`{"pool":"p1","totalCapacity":4,"utilizationCap":0.5,"gpus":[{"index":0,"model":"a10","totalCapacity":1}],"capabilities":[{"name":"nic","count":1}]}`,
 		`{"pool":"p2","totalCapacity":1e-9}`, `{"pool":"p1","totalCapacity":4,"gpus":[{"index":-1,"totalCapacity":1}]}`,
 		`{"pool":"p1","totalCapacity":1,"labels":{"":"x"}}`, `{"id":"n1","pool":"p1"}`, `{}`, `{"pool":`,
+		`{"pool":"p1","totalCapacity":4,"runtimes":["exec","Compose","wasmtime"],"kind":""}`,
+		`{"pool":"p1","totalCapacity":4,"runtimes":["pve-vm","pve-ct"],"kind":"proxmox"}`,
+		`{"pool":"p1","totalCapacity":4,"runtimes":["pve-vm","jvm"],"kind":"esx"}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -74,6 +91,7 @@ func FuzzPoolJSON(f *testing.F) {
 		`{"kind":"cluster"}`, `{"kind":"elastic","instanceTypes":[{"name":"s","totalCapacity":2}],"provisioner":{"url":"http://x"}}`,
 		`{"caps":{"maxCapacity":0.1,"maxCores":1}}`, `{"tiers":[{"name":"a","cloud":""}]}`,
 		`{"idleTimeout":"-1s"}`, `{"minNodes":3,"maxNodes":1}`, `{"name":"other"}`, `{"usage":{"capacity":5}}`,
+		`{"kind":"elastic","instanceTypes":[{"name":"w","totalCapacity":2,"runtimes":["wasm","docker"],"kind":"proxmox"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -113,5 +131,27 @@ func FuzzOtherBodies(f *testing.F) {
 	f.Fuzz(func(t *testing.T, route uint8, body []byte) {
 		r := bodyRoutes[int(route)%len(bodyRoutes)]
 		fuzzRequest(t, s, b, r.method, r.path, body)
+	})
+}
+
+// FuzzTemplateArchive: whatever bytes are pushed as a template, the API
+// answers 2xx or 4xx with a code, and a refusal changes nothing.
+func FuzzTemplateArchive(f *testing.F) {
+	compose := entry{name: "compose.yaml", body: "services:\n  a:\n    image: x\n"}
+	for _, seed := range [][]byte{
+		composeArchive(2), gzipped(composeArchive(3)), wasmArchive(),
+		tarBytes(compose, entry{name: "../x", body: "x"}),
+		tarBytes(compose, entry{name: "etc", typ: tar.TypeSymlink, link: "/etc"}),
+		tarBytes(compose, entry{name: "l", typ: tar.TypeLink, link: "compose.yaml"}),
+		tarBytes(compose, entry{name: "d/", typ: tar.TypeDir}, entry{name: "d/f", body: "x"}),
+		tarBytes(entry{name: "compose.yaml", body: "services: ["}),
+		tarBytes(compose, entry{name: "main.wasm", body: "x"}),
+		tarBytes(entry{name: "README"}), gzipped([]byte("not a tar")), {0x1f, 0x8b}, nil,
+	} {
+		f.Add(seed)
+	}
+	s, b := fuzzServer(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fuzzRequest(t, s, b, http.MethodPut, "/v1/templates/t9", body)
 	})
 }

@@ -33,9 +33,11 @@ func (s *Server) decodeSpec(c echo.Context, pathID string) (fsm.BundleSpec, fsm.
 		in.ID = api.NewID()
 	}
 	spec, problems := specFromAPI(in)
+	stripped := fsm.StripReservedTags(&spec) // reserved tags are the server's: dropped, with a warning
 	fsm.Normalize(&spec)
 	f := fsm.Validate(&spec, s.b.State(), s.exprs)
 	f.Errors = append(problems, f.Errors...)
+	f.Warnings = append(stripped, f.Warnings...)
 	return spec, f, nil
 }
 
@@ -82,7 +84,7 @@ func (s *Server) validateBundle(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	setIndex(c, s.b.State().Index(tablePools, tableNodes, tableServices))
+	setIndex(c, s.b.State().Index(tablePools, tableNodes, tableServices, tableTemplates))
 	return c.JSON(http.StatusOK, api.ValidateResponse{
 		Valid: f.Valid(), Errors: findings(f.Errors), Warnings: findings(f.Warnings),
 	})
@@ -94,6 +96,7 @@ func (s *Server) planBundle(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.b.State().ResolveRefs(&spec, nil) // shown pinned, as a create would store it
 	b, explain, err := s.b.Plan(c.Request().Context(), spec)
 	if err != nil {
 		return err

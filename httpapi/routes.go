@@ -1,6 +1,9 @@
 package httpapi
 
-import "github.com/labstack/echo/v4"
+import (
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
 
 const (
 	snapshotPath = "/v1/operator/snapshot"
@@ -18,6 +21,8 @@ var (
 	ownWriter = aclRule{need: accessWrite, ownNode: true}
 	// keyringReader: every worker agent follows the gossip keyring.
 	keyringReader = aclRule{need: accessRead, anyWorker: true}
+	// archiveReader: workers fetch the template archives they run.
+	archiveReader = aclRule{need: accessRead, anyWorker: true}
 )
 
 // handle registers a route with its ACL rule. authorize comes last, after
@@ -77,7 +82,20 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(del, "/v1/services/:id", s.deleteService, writer, write)
 
 	s.handle(get, "/v1/events", s.streamEvents, reader, read)
+	s.templateRoutes()
 	s.operatorRoutes(snapshotLimit)
+}
+
+// templateRoutes are the archives the cluster keeps (DESIGN §2.3a). A push
+// has its own body limit, an archive's, in place of the API's default.
+func (s *Server) templateRoutes() {
+	read, write := s.readMW, s.writeMW
+	const get, put, del = "GET", "PUT", "DELETE"
+	s.handle(get, "/v1/templates", s.listTemplates, reader, read)
+	s.handle(get, templatePath, s.getTemplate, reader, read)
+	s.handle(put, templatePath, s.putTemplate, writer, middleware.BodyLimit(templateBodyLimit), write)
+	s.handle(del, templatePath, s.deleteTemplate, writer, write)
+	s.handle(get, templatePath+"/archive", s.getTemplateArchive, archiveReader, read)
 }
 
 // operatorRoutes are the cluster operations: snapshots, Raft membership,

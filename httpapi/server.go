@@ -140,7 +140,7 @@ func New(cfg Config) *Server {
 	e.Use(s.logRequests)
 	e.Use(s.checkForwardTarget)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
-		Limit: cfg.BodyLimit, Skipper: isSnapshotRestore,
+		Limit: cfg.BodyLimit, Skipper: func(c echo.Context) bool { return isSnapshotRestore(c) || isTemplatePush(c) },
 	}))
 	s.echo = e
 	s.routes(middleware.BodyLimit(cfg.SnapshotBodyLimit))
