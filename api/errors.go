@@ -21,6 +21,16 @@ const (
 	CodeOutcomeUnknown   = "outcomeUnknown"
 	CodeInternal         = "internal"
 	CodeNotImplemented   = "notImplemented"
+
+	// A refused template archive (PUT /v1/templates/{name}): 413 when too
+	// large, 400 otherwise.
+	CodeTemplateTooLarge         = "templateTooLarge"
+	CodeInvalidArchive           = "invalidArchive"
+	CodeUnsafeArchivePath        = "unsafeArchivePath"
+	CodeTemplateRuntimeUnknown   = "templateRuntimeUnknown"
+	CodeTemplateRuntimeAmbiguous = "templateRuntimeAmbiguous"
+	CodeInvalidComposeFile       = "invalidComposeFile"
+	CodeInvalidTemplateName      = "invalidTemplateName"
 )
 
 // Static validation finding codes (DESIGN §3.8).
@@ -39,6 +49,14 @@ const (
 	FindingUnsatisfiableCores        = "unsatisfiableCores"
 	FindingUnsatisfiableGpu          = "unsatisfiableGpu"
 	FindingUnsatisfiableCapability   = "unsatisfiableCapability"
+	// Launches and runtimes (issue 17).
+	FindingInvalidTemplateRef   = "invalidTemplateRef"
+	FindingUnknownTemplate      = "unknownTemplate"
+	FindingInvalidParameterKey  = "invalidParameterKey"
+	FindingUnknownRuntime       = "unknownRuntime"
+	FindingUnsatisfiableRuntime = "unsatisfiableRuntime"
+	// FindingReservedTag is a warning: a "__" tag was removed.
+	FindingReservedTag = "reservedTag"
 )
 
 // Finding is one static-validation result.

@@ -62,6 +62,10 @@ const (
 	EventProvisionTimedOut  = "provisionTimedOut"
 	EventNodeDeprovisioning = "nodeDeprovisioning"
 	EventNodeDeprovisioned  = "nodeDeprovisioned"
+	// Templates: an archive became a name's latest version; a name and its
+	// versions were deleted.
+	EventTemplatePushed  = "templatePushed"
+	EventTemplateDeleted = "templateDeleted"
 )
 
 // Event is one line of GET /v1/events.

@@ -63,7 +63,7 @@ func (f *FSM) applyPutTemplate(t *tx, req *PutTemplateRequest) (any, error) {
 	next.ModifyIndex = t.index
 	t.insert(tableTemplates, next)
 	t.dropBlobs(dropped)
-	t.event("templatePushed", "", "", "template %s: %s (%s) is the latest", req.Name, req.Digest, req.Runtime)
+	t.event(api.EventTemplatePushed, "", "", "template %s: %s (%s) is the latest", req.Name, req.Digest, req.Runtime)
 	return &TemplatePut{Template: next, Version: v, New: true}, nil
 }
 
@@ -116,7 +116,7 @@ func (f *FSM) applyDeleteTemplate(t *tx, req *DeleteTemplateRequest) (any, error
 		digests[i] = v.Digest
 	}
 	t.dropBlobs(digests)
-	t.event("templateDeleted", "", "", "template %s deleted", tpl.Name)
+	t.event(api.EventTemplateDeleted, "", "", "template %s deleted", tpl.Name)
 	return nil, nil
 }
 

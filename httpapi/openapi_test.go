@@ -280,7 +280,13 @@ var routeSpecs = map[string]opSpec{
 	"GET /v1/acl/tokens/{accessor}":              {ok: answers("200", typ[api.ACLToken]())},
 	"DELETE /v1/acl/tokens/{accessor}":           {ok: answers("204", nil)},
 	"GET /v1/acl/token/self":                     {ok: answers("200", typ[api.ACLToken]())},
-	"GET /metrics":                               {ok: answers("200", nil)}, // Prometheus text
+	"GET /v1/templates":                          {ok: answers("200", typ[[]api.Template]())},
+	"GET /v1/templates/{name}":                   {ok: answers("200", typ[api.Template]())},
+	"PUT /v1/templates/{name}": {binary: true, ok: map[string]reflect.Type{
+		"201": typ[api.Template](), "200": typ[api.Template]()}},
+	"DELETE /v1/templates/{name}":      {ok: answers("204", nil)},
+	"GET /v1/templates/{name}/archive": {ok: answers("200", nil)}, // the archive's bytes
+	"GET /metrics":                     {ok: answers("200", nil)}, // Prometheus text
 	// The web UI (routes_ui.go): static files and redirects, no JSON.
 	"GET /":                     {ok: answers("302", nil)},
 	"GET /ui":                   {ok: answers("302", nil)},
