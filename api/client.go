@@ -174,6 +174,8 @@ type request struct {
 	query  url.Values
 	body   []byte
 	stream io.Reader
+	// binary marks body as raw bytes (a template archive), not JSON.
+	binary bool
 	// idempotent requests are retried on 503 noLeader.
 	idempotent bool
 }
@@ -230,7 +232,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 		return nil, fmt.Errorf("amserver: %s %s: %w", r.method, r.path, err)
 	}
 	switch {
-	case r.stream != nil:
+	case r.stream != nil, r.binary:
 		req.Header.Set("Content-Type", "application/octet-stream")
 	case r.body != nil:
 		req.Header.Set("Content-Type", "application/json")

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"testing"
@@ -245,4 +246,46 @@ func equalJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
+}
+
+// TestTemplateClient: the Go client's template calls against the real API.
+func TestTemplateClient(t *testing.T) {
+	e := leaderEnv(t)
+	a1, a2 := composeArchive(1), composeArchive(2)
+	first, err := e.c.PutTemplate(ctx(t), "web", bytes.NewReader(a1))
+	if err != nil || first.Digest != artifact.Digest(a1) || first.Runtime != "compose" {
+		t.Fatalf("put = %+v, %v", first, err)
+	}
+	if again, err := e.c.PutTemplate(ctx(t), "web", bytes.NewReader(a1)); err != nil || !equalJSON(again, first) {
+		t.Fatalf("identical put = %+v, %v", again, err)
+	}
+	if _, err := e.c.PutTemplate(ctx(t), "web", bytes.NewReader(a2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.PutTemplate(ctx(t), "bad", bytes.NewReader(tarBytes(entry{name: "../x"}))); !api.IsCode(err, api.CodeUnsafeArchivePath) {
+		t.Fatalf("unsafe archive: %v", err)
+	}
+	list, meta, err := e.c.Templates(ctx(t), nil)
+	if err != nil || len(list) != 1 || list[0].Digest != artifact.Digest(a2) || meta.Index == 0 {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	tpl, _, err := e.c.Template(ctx(t), "web", nil)
+	if err != nil || len(tpl.Versions) != 2 {
+		t.Fatalf("get = %+v, %v", tpl, err)
+	}
+	rc, err := e.c.TemplateArchive(ctx(t), "web", first.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	_ = rc.Close()
+	if !bytes.Equal(got, a1) {
+		t.Fatal("the archive read back differs")
+	}
+	if err := e.c.DeleteTemplate(ctx(t), "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.c.Template(ctx(t), "web", nil); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("deleted: %v", err)
+	}
 }
