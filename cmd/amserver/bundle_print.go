@@ -54,11 +54,11 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 
 func printJobSpecs(w io.Writer, jobs []api.Job) {
 	t := newTable(w)
-	t.row("JOB", "CAPACITY", "CORES", "GPU", "CAPABILITIES", "DRIVER")
+	t.row("JOB", "CAPACITY", "CORES", "GPU", "CAPABILITIES", "RUNTIME", "LAUNCH")
 	for _, j := range jobs {
 		r := j.Requirements
 		t.row(j.Name, qty(r.Capacity), strconv.Itoa(r.Cores), gpuRequirement(r),
-			capabilityRequests(r.Capabilities), orDefault(j.Launch.Driver, api.DriverNone))
+			capabilityRequests(r.Capabilities), runtimeText(j.Runtime), launchText(j.Launch))
 	}
 	_ = t.flush() // a failed terminal write has no one to report to
 }

@@ -25,6 +25,8 @@ func serveAll(f *fakeAPI) {
 	f.reply("GET /v1/operator/raft", http.StatusOK, sampleRaft())
 	f.reply("GET /v1/health", http.StatusOK, api.Health{Status: "ok", ID: "s2", KnownLeader: true, Leader: "s1", Index: 120, Peers: 3})
 	f.reply("GET /v1/status/leader", http.StatusOK, api.Leader{ID: "s1", RaftAddr: "10.0.0.1:7071", HTTPAddr: "http://10.0.0.1:7070"})
+	f.reply("GET /v1/templates", http.StatusOK, []api.Template{sampleTemplate()})
+	f.reply("GET /v1/templates/live-stack", http.StatusOK, sampleTemplate())
 }
 
 // tableCase is one table-output check: cells address a column by header
@@ -45,7 +47,7 @@ var tableCases = []tableCase{
 	}, nil},
 	{"bundle status", []string{"bundle", "status", "enc-1"}, []cellWant{
 		{"CAPACITY", "encoder", "2.5"}, {"GPU", "encoder", "0.5 A100"}, {"CAPABILITIES", "encoder", "st2110-nic:1"},
-		{"DRIVER", "encoder", "exec"}, {"DRIVER", "packager", "none"},
+		{"LAUNCH", "encoder", "exec"}, {"LAUNCH", "packager", "none"}, {"RUNTIME", "encoder", "-"},
 		{"NODE", "0", "w-1"}, {"CORES", "0", "0-3"}, {"GPU", "0", "0 (0.5)"}, {"STATUS", "0", "running"}, {"ROLE", "1", "backup"},
 		{"CORES", "1", "4-7,9"}, {"GPU", "1", "1 (exclusive)"},
 		{"SINCE", "backupSameAz", "5m ago"}, {"MESSAGE", "backupSameAz", "backup shares az1 with the primary"},
@@ -77,6 +79,13 @@ var tableCases = []tableCase{
 	{"raft list-peers", []string{"operator", "raft", "list-peers"}, []cellWant{
 		{"STATE", "s1", "leader"}, {"STATE", "s2", "follower"}, {"ADDRESS", "s2", "10.0.0.2:7071"}, {"SUFFRAGE", "s1", "Voter"},
 	}, []string{"term 4, last index 120, commit index 120, applied index 119 (answered by s2, Follower)"}},
+	{"template list", []string{"template", "list"}, []cellWant{
+		{"RUNTIME", "live-stack", "compose"}, {"DIGEST", "live-stack", "sha256:3b1f4c2a9e8d"}, {"FILES", "live-stack", "4"},
+		{"SIZE", "live-stack", "2.0 KiB"}, {"INDEX", "live-stack", "310"},
+	}, nil},
+	{"template show", []string{"template", "show", "live-stack"}, []cellWant{
+		{"RUNTIME", sampleDigest(1), "compose"}, {"SIZE", sampleDigest(1), "1.9 KiB"}, {"INDEX", sampleDigest(3), "310"},
+	}, []string{"Digest   " + sampleDigest(3), "Files    4"}},
 	{"status", []string{"status"}, nil, []string{"(id s2, follower)", "Leader      s1 (raft 10.0.0.1:7071, http http://10.0.0.1:7070)",
 		"Raft peers  3", "Index       120", "Health      ok"}},
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -184,7 +185,7 @@ func sampleBundle() api.Bundle {
 			ID: "enc-1", Pool: "live", Priority: api.PriorityGold,
 			Jobs: []api.Job{
 				{Name: "encoder", Requirements: api.Requirements{Capacity: 2.5, Cores: 4, GPUCapacity: 0.5, GPUModel: "A100",
-					Capabilities: []api.CapabilityRequest{{Name: "st2110-nic", Count: 1}}}, Launch: api.Launch{Driver: api.DriverExec, Command: []string{"/bin/enc"}}},
+					Capabilities: []api.CapabilityRequest{{Name: "st2110-nic", Count: 1}}}, Launch: legacyLaunch(api.DriverExec, "/bin/enc")},
 				{Name: "packager", Requirements: api.Requirements{Capacity: 0.5}},
 			},
 			Placement:  api.Placement{SameAz: api.SameAzSoft},
@@ -238,7 +239,7 @@ func samplePool() api.Pool {
 func sampleService() api.NodeService {
 	return api.NodeService{ID: "ptp", Pools: []string{"live", "edge"}, Lifecycle: "eager",
 		Provides: []api.Capability{{Name: "ptp-clock", Count: 1}},
-		Launch:   api.Launch{Driver: api.DriverExec, Command: []string{"/usr/sbin/ptp4l", "-i", "eth0"}}, CreateIndex: 6, ModifyIndex: 6}
+		Launch:   legacyLaunch(api.DriverExec, "/usr/sbin/ptp4l", "-i", "eth0"), CreateIndex: 6, ModifyIndex: 6}
 }
 
 func sampleRaft() api.RaftConfiguration {
@@ -256,4 +257,20 @@ func sampleMembers() []api.Member {
 		{Name: "w-1", Address: "10.0.1.1:7072", Role: "worker", Status: "suspect",
 			Labels: map[string]string{"az": "az2", "cloud": "aws", "pool": "live", "rack": "r7"}, LastSeen: fixtureNow.Add(-90 * time.Second)},
 	}
+}
+
+func sampleDigest(n int) string { return fmt.Sprintf("sha256:3b1f4c2a9e8d%052x", n) }
+
+func sampleTemplate() api.Template {
+	return api.Template{Name: "live-stack", Digest: sampleDigest(3), Runtime: "compose", Files: 4, Size: 2048, CreateIndex: 310,
+		Versions: []api.TemplateVersion{
+			{Digest: sampleDigest(1), Runtime: "compose", Files: 3, Size: 1990, CreateIndex: 201},
+			{Digest: sampleDigest(3), Runtime: "compose", Files: 4, Size: 2048, CreateIndex: 310},
+		}}
+}
+
+// legacyLaunch is a launch as the server reads it back (the union's legacy
+// form; the older {driver, command} shape is never answered).
+func legacyLaunch(driver string, command ...string) api.Launch {
+	return api.Launch{Kind: api.LaunchLegacy, Job: &api.LegacyJob{Driver: driver, Command: command}}
 }

@@ -49,7 +49,8 @@ func wantSpec() api.BundleSpec {
 		Jobs: []api.Job{
 			{Name: "encoder", Requirements: api.Requirements{Capacity: 2.5, Cores: 4,
 				Capabilities: []api.CapabilityRequest{{Name: "st2110-nic", Count: 1, AttributeMatches: map[string]string{"speed": "25g"}}}},
-				Constraints: []string{`node.labels.rack != "r7"`}, Launch: api.Launch{Driver: "exec", Command: []string{"/bin/enc", "--live"}}},
+				// The older launch shape in the file is sent in the union's legacy form.
+				Constraints: []string{`node.labels.rack != "r7"`}, Launch: legacyLaunch("exec", "/bin/enc", "--live")},
 			{Name: "packager", Requirements: api.Requirements{Capacity: 0.5}, CoLocateWith: []string{"encoder"}},
 		},
 		Resilience: &api.Resilience{SameAz: "forbid"}, Tags: map[string]string{"team": "sports"}}

@@ -20,6 +20,8 @@ type inventoryFlags struct {
 	labels         []string
 	taints         []string
 	driver         string
+	runtimes       []string
+	nodeKind       string
 }
 
 func (f *inventoryFlags) register(fl *pflag.FlagSet) {
@@ -31,6 +33,9 @@ func (f *inventoryFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.labels, "label", nil, "worker: a label key=value (repeatable)")
 	fl.StringArrayVar(&f.taints, "taint", nil, "worker: a taint (repeatable)")
 	fl.StringVar(&f.driver, "driver", "none", "worker: task driver, exec or none")
+	fl.StringArrayVar(&f.runtimes, "runtime", nil,
+		"worker: a runtime the node runs, e.g. exec, docker, compose, wasm (repeatable; replaces detection)")
+	fl.StringVar(&f.nodeKind, "node-kind", "", `worker: the node's kind, "" or proxmox (a Proxmox host runs pve-vm and pve-ct)`)
 }
 
 // spec builds the inventory the worker registers.
@@ -43,7 +48,12 @@ func (f *inventoryFlags) spec(pool, az, cloud string) (api.NodeSpec, error) {
 	if capacity == 0 {
 		capacity = float64(cores)
 	}
-	n := api.NodeSpec{Pool: pool, TotalCapacity: capacity, UtilizationCap: f.utilizationCap, TotalCores: cores, Taints: f.taints}
+	if f.nodeKind != "" && f.nodeKind != api.NodeKindProxmox {
+		return api.NodeSpec{}, fmt.Errorf("--node-kind %q: want %s or nothing", f.nodeKind, api.NodeKindProxmox)
+	}
+	// The server checks the runtime names (and aliases) when the worker registers.
+	n := api.NodeSpec{Pool: pool, TotalCapacity: capacity, UtilizationCap: f.utilizationCap, TotalCores: cores, Taints: f.taints,
+		Runtimes: f.runtimes, Kind: f.nodeKind}
 	labels, err := parseLabels(f.labels)
 	if err != nil {
 		return n, err

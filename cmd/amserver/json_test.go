@@ -48,6 +48,7 @@ func TestJSONEveryCommand(t *testing.T) {
 	pool := writeFile(t, dir, "p.json", `{"name": "extra"}`)
 	service := writeFile(t, dir, "s.yaml", "id: probe\npools: [extra]\nlaunch: {driver: none}\n")
 	snap := filepath.Join(dir, "state.snap")
+	tpl := templateDir(t)
 
 	cases := []jsonCase{
 		{args: []string{"status"}},
@@ -60,6 +61,10 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"pool", "status", "extra"}},
 		{args: []string{"service", "apply", service}},
 		{args: []string{"service", "list"}},
+		{args: []string{"template", "push", tpl, "--name", "web"}},
+		{args: []string{"template", "list"}},
+		{args: []string{"template", "show", "web"}},
+		{args: []string{"template", "rm", "web"}},
 		{args: []string{"bundle", "validate", bundle}},
 		{args: []string{"bundle", "plan", bundle}},
 		{args: []string{"bundle", "submit", bundle, "--wait"}},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +36,7 @@ func printServiceList(w io.Writer, services []api.NodeService) error {
 	t.row("ID", "POOLS", "LIFECYCLE", "CONSUMES", "PROVIDES", "DRIVER", "COMMAND")
 	for _, s := range services {
 		t.row(s.ID, list(s.Pools), orDefault(s.Lifecycle, "eager"), capabilityRequests(s.Consumes),
-			capabilities(s.Provides), orDefault(s.Launch.Driver, api.DriverNone), orDash(strings.Join(s.Launch.Command, " ")))
+			capabilities(s.Provides), launchText(s.Launch), launchCommand(s.Launch))
 	}
 	return t.flush()
 }
