@@ -177,11 +177,14 @@ func DevWorkerConfig(i int) worker.Config {
 }
 
 // devInventory gives simulated workers a varied but realistic inventory:
-// GPUs on every other worker, a capture NIC on every third.
+// GPUs on every other worker, a capture NIC on every third. Their none
+// driver simulates any launch, so they advertise every runtime but
+// Proxmox's: template and docker bundles place in the dev cluster too.
 func devInventory(i int, az, cloud string) api.NodeSpec {
 	n := api.NodeSpec{
 		Pool: "default", TotalCapacity: 16, TotalCores: 16,
-		Labels: map[string]string{"az": az, "cloud": cloud, "rack": fmt.Sprintf("r%d", i%4+1)},
+		Labels:   map[string]string{"az": az, "cloud": cloud, "rack": fmt.Sprintf("r%d", i%4+1)},
+		Runtimes: []string{api.RuntimeExec, api.RuntimeDocker, api.RuntimeCompose, api.RuntimeWasm},
 	}
 	if i%2 == 0 {
 		n.GPUs = []api.GPU{{Index: 0, Model: "t4", TotalCapacity: 1}}
