@@ -34,27 +34,8 @@ func TestTimers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			s := spec("b", "p", "", 100)
 			e.node("n1", "p", 100, 1, fsm.NodeUnknown) // the pool; nothing is placed
-			start := e.clock.Now()
-			if tc.inJob {
-				e.store.pushTemplate(t, "web")
-				l := &s.Jobs[0].Launch
-				*l = fsm.Launch{Kind: fsm.LaunchProductTemplate, Ref: "web"}
-				if tc.start != 0 {
-					l.StartDateTime = start.Add(tc.start).UTC().Format(time.RFC3339Nano)
-				}
-				if tc.stop != 0 {
-					l.StopDateTime = start.Add(tc.stop).UTC().Format(time.RFC3339Nano)
-				}
-			}
-			if tc.start != 0 && !tc.inJob {
-				s.StartAt = start.Add(tc.start).UnixNano()
-			}
-			if tc.stop != 0 && !tc.inJob {
-				s.StopAt = start.Add(tc.stop).UnixNano()
-			}
-			e.create(s)
+			e.create(timedSpec(t, e, tc.start, tc.stop, tc.inJob))
 			tm := &timers{l: e.l}
 			e.clock.advance(tc.early)
 			tm.pass(e.ctx)
@@ -82,6 +63,35 @@ func TestTimers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// timedSpec is a one-job bundle starting and stopping at the given offsets
+// from the env's clock (0: unset), as startAt and stopAt or, with inJob, as
+// its template launch's times.
+func timedSpec(t *testing.T, e *env, start, stop time.Duration, inJob bool) fsm.BundleSpec {
+	s := spec("b", "p", "", 100)
+	now := e.clock.Now()
+	at := func(d time.Duration) string { return now.Add(d).UTC().Format(time.RFC3339Nano) }
+	switch {
+	case inJob:
+		e.store.pushTemplate(t, "web")
+		l := &s.Jobs[0].Launch
+		*l = fsm.Launch{Kind: fsm.LaunchProductTemplate, Ref: "web"}
+		if start != 0 {
+			l.StartDateTime = at(start)
+		}
+		if stop != 0 {
+			l.StopDateTime = at(stop)
+		}
+	default:
+		if start != 0 {
+			s.StartAt = now.Add(start).UnixNano()
+		}
+		if stop != 0 {
+			s.StopAt = now.Add(stop).UnixNano()
+		}
+	}
+	return s
 }
 
 // pushTemplate stores a one-file compose template under name.
