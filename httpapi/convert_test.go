@@ -13,7 +13,7 @@ import (
 // The table names reads watch must exist in the FSM, or blocking queries
 // would watch nothing and answer index 1 forever.
 func TestTableNamesExist(t *testing.T) {
-	for _, name := range []string{tableNodes, tablePools, tableBundles, tableAssignments, tableServices, tableEvents, tableKeyring, tableSpawns} {
+	for _, name := range []string{tableNodes, tablePools, tableBundles, tableAssignments, tableServices, tableEvents, tableKeyring, tableSpawns, tableTemplates} {
 		if !slices.Contains(fsm.Tables, name) {
 			t.Errorf("table %q is not in fsm.Tables %v", name, fsm.Tables)
 		}
