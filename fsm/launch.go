@@ -49,6 +49,9 @@ func NormalizeLaunch(l *Launch) {
 	if len(l.Tags) == 0 {
 		l.Tags = nil
 	}
+	if l.Kind == "" && l.Job != nil && !oldShape(l) && !templateFields(l) {
+		l.Kind = api.LaunchLegacy // a job alone can only be a legacy launch
+	}
 	switch {
 	case isZeroLaunch(l):
 		*l = Launch{Kind: api.LaunchLegacy, Job: &LegacyJob{Driver: DriverNone}}
@@ -74,8 +77,12 @@ func NormalizeLaunch(l *Launch) {
 }
 
 func isZeroLaunch(l *Launch) bool {
-	return l.Kind == "" && l.Job == nil && l.Ref == "" && l.Parameters == nil && l.Tags == nil &&
-		l.StartDateTime == "" && l.StopDateTime == "" && !oldShape(l)
+	return l.Kind == "" && l.Job == nil && !templateFields(l) && !oldShape(l)
+}
+
+// templateFields reports fields only a template launch has.
+func templateFields(l *Launch) bool {
+	return l.Ref != "" || len(l.Parameters) > 0 || len(l.Tags) > 0 || l.StartDateTime != "" || l.StopDateTime != ""
 }
 
 // oldShape reports fields of the older shape left beside the union's: a

@@ -36,7 +36,7 @@ func checkLaunch(c *collector, job string, l *Launch) {
 	NormalizeLaunch(&n)
 	l = &n
 	bad := func(format string, args ...any) { c.errorf(job, CodeInvalidRequirement, format, args...) }
-	product := l.Ref != "" || len(l.Parameters) > 0 || len(l.Tags) > 0 || l.StartDateTime != "" || l.StopDateTime != ""
+	product := templateFields(l)
 	switch l.Kind {
 	case "":
 		if product || l.Job != nil {
