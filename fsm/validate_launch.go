@@ -99,14 +99,17 @@ func checkTemplateLaunch(c *collector, job string, l *Launch) {
 		}
 		checkEnvValue(c, job, "parameter "+k, l.Parameters[k], maxParameterValue)
 	}
-	if len(l.Tags) > maxLaunchTags {
-		bad("%d tags, at most %d allowed", len(l.Tags), maxLaunchTags)
+	// Reserved "__" tags are stripped, never refused (StripReservedTags);
+	// the server's own (__stopDateTime) is checked as the time it holds.
+	tags := WithoutReservedTags(l.Tags)
+	if len(tags) > maxLaunchTags {
+		bad("%d tags, at most %d allowed", len(tags), maxLaunchTags)
 	}
-	for _, k := range slices.Sorted(maps.Keys(l.Tags)) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if k == "" || len(k) > maxKeyLen {
 			bad("tag %q must be 1..%d bytes", k, maxKeyLen)
 		}
-		checkEnvValue(c, job, "tag "+k, l.Tags[k], maxLabelValueLen)
+		checkEnvValue(c, job, "tag "+k, tags[k], maxLabelValueLen)
 	}
 	start, okStart := checkTime(c, job, "startDateTime", l.StartDateTime)
 	stop, okStop := checkTime(c, job, "stopDateTime", l.StopDateTime)

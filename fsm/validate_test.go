@@ -367,8 +367,32 @@ func valGenJob(t *rapid.T) Job {
 		Affinities: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) Affinity {
 			return Affinity{Expression: valGenExpr.Draw(t, "expr"), Weight: valGenCount.Draw(t, "weight") - 50}
 		}), 0, 2).Draw(t, "affinities"),
-		Launch: Launch{Driver: valGenEnum.Draw(t, "driver"), Command: rapid.SliceOfN(valGenName, 0, 2).Draw(t, "cmd")},
+		Launch:  valGenLaunch(t),
+		Runtime: rapid.SampledFrom([]*RuntimeRequirement{nil, nil, {}, {OneOf: []string{"wasm", "Docker"}}, {OneOf: []string{"jvm"}}}).Draw(t, "runtime"),
 	}
+}
+
+// valGenLaunch draws the older shape, the union's two kinds and mixes.
+func valGenLaunch(t *rapid.T) Launch {
+	str := func(label string, from ...string) string { return rapid.SampledFrom(from).Draw(t, label) }
+	strMap := func(label string, keys ...string) map[string]string {
+		return rapid.MapOfN(rapid.SampledFrom(keys), rapid.SampledFrom([]string{"", "v", "a\nb"}), 0, 3).Draw(t, label)
+	}
+	switch rapid.IntRange(0, 3).Draw(t, "shape") {
+	case 0:
+		return Launch{Driver: valGenEnum.Draw(t, "driver"), Command: rapid.SliceOfN(valGenName, 0, 2).Draw(t, "cmd")}
+	case 1:
+		return Launch{Kind: str("kind", "", LaunchLegacy), Job: &LegacyJob{Driver: str("jd", "", "exec", "docker", "none", "?"),
+			Command: rapid.SliceOfN(valGenName, 0, 2).Draw(t, "jcmd"), Image: str("image", "", "img")}}
+	}
+	times := []string{"", "2030-01-01T00:00:00Z", "2031-01-01T00:00:00Z", "soon"}
+	l := Launch{Kind: str("tkind", LaunchProductTemplate, "", "vm"), Ref: str("ref", "", "web", "mod", "ghost", "web@"+valDigest(1), "web@"+valDigest(3), "Bad"),
+		Parameters: strMap("params", "A", "_b1", "1x", "a-b"), Tags: strMap("tags", "t", "__r", ""),
+		StartDateTime: str("start", times...), StopDateTime: str("stop", times...)}
+	if rapid.IntRange(0, 5).Draw(t, "mixed") == 0 {
+		l.Driver = DriverExec
+	}
+	return l
 }
 
 func valGenSpec(t *rapid.T) *BundleSpec {
