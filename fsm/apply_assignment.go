@@ -136,7 +136,7 @@ func (t *tx) stageServices(overlay *ledger.Overlay, list []ServicePlacement) ([]
 			continue
 		}
 		n := t.State.Node(sp.Node)
-		if n == nil || !n.Placeable() || !slices.Contains(svc.Pools, n.Pool) {
+		if n == nil || !n.Placeable() || !slices.Contains(svc.Pools, n.Pool) || !n.RuntimeSet().Fits(ServiceRuntimeNeed(svc)) {
 			return nil, fmt.Errorf("%w: node %s cannot run service %s", ErrConflict, sp.Node, svc.ID)
 		}
 		r := ledger.Reservation{Key: k, Node: n.ID, Pool: n.Pool, Grant: sp.Grant}

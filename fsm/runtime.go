@@ -122,6 +122,11 @@ func JobRuntimeNeed(j *Job, lookup templateRuntimes) RuntimeSet {
 	return runtimeUnknown
 }
 
+// ServiceRuntimeNeed is what a node service's (legacy) launch needs of a node.
+func ServiceRuntimeNeed(s *NodeService) RuntimeSet {
+	return JobRuntimeNeed(&Job{Launch: s.Launch}, nil)
+}
+
 // LaunchRuntime is what a worker runs a launch with (Assignment.Runtime):
 // the template's runtime, or the legacy driver (exec, docker, none). It is
 // "" only for a template whose runtime cannot be found.

@@ -211,3 +211,22 @@ func TestOldLogEntriesNormalize(t *testing.T) {
 		t.Fatalf("stored service launch %+v", s)
 	}
 }
+
+// TestServicePlacementChecksRuntime: the FSM refuses a service on a node
+// that does not run its driver, and fills its assignment's runtime.
+func TestServicePlacementChecksRuntime(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 8000, 8)) // no runtimes: exec
+	svc := NodeService{ID: "mon", Pools: []string{"p"}, Launch: Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverDocker, Image: "x"}}}
+	h.ok(UpsertServiceType, &UpsertServiceRequest{Service: svc})
+	res := h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Services: []ServicePlacement{{ServiceID: "mon", Node: "n1"}}}}}).Value.(*PlanResult)
+	if len(res.Rejected) != 1 {
+		t.Fatal("a docker service placed on a node without docker")
+	}
+	svc.Launch = Launch{Driver: DriverExec, Command: []string{"/bin/x"}}
+	h.ok(UpsertServiceType, &UpsertServiceRequest{Service: svc})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Services: []ServicePlacement{{ServiceID: "mon", Node: "n1"}}}}})
+	if as := h.fsm.State().ServiceAssignments("mon"); len(as) != 1 || as[0].Runtime != "exec" {
+		t.Fatalf("service assignments %+v", as)
+	}
+}

@@ -55,9 +55,10 @@ func servicePlan(st *fsm.State, now int64) *fsm.Plan {
 				plan.Parts = append(plan.Parts, fsm.PlanPart{Services: []fsm.ServicePlacement{{ServiceID: svc.ID, Node: a.NodeID, Stop: true}}})
 			}
 		}
+		need := fsm.ServiceRuntimeNeed(svc)
 		for _, pool := range svc.Pools {
 			for _, n := range st.Nodes(pool) {
-				if running[n.ID] || !n.Placeable() {
+				if running[n.ID] || !n.Placeable() || !n.RuntimeSet().Fits(need) {
 					continue
 				}
 				u, ok := used[n.ID]

@@ -148,3 +148,31 @@ func TestServicesShareNodeWithoutRejects(t *testing.T) {
 		t.Fatalf("a second pass proposed %v", typesOf(ps))
 	}
 }
+
+// TestServicesRunWhereTheirDriverRuns: a service whose driver a node does
+// not run is not placed there (a node listing no runtimes runs exec).
+func TestServicesRunWhereTheirDriverRuns(t *testing.T) {
+	e := newEnv(t)
+	for id, rts := range map[string][]string{"old": nil, "ctr": {"docker"}, "both": {"exec", "container"}} {
+		e.store.ok(fsm.RegisterNodeType, &fsm.RegisterNodeRequest{Node: fsm.Node{ID: id, Pool: "p", TotalCapacity: 4000, Runtimes: rts}, Now: e.now()})
+		e.setStatus(id, fsm.NodeReady)
+	}
+	for id, job := range map[string]*fsm.LegacyJob{
+		"exec": {Driver: fsm.DriverExec, Command: []string{"/bin/x"}}, "docker": {Driver: fsm.DriverDocker, Image: "x"}, "none": {},
+	} {
+		svc := fsm.NodeService{ID: id, Pools: []string{"p"}, Launch: fsm.Launch{Kind: fsm.LaunchLegacy, Job: job}}
+		e.store.ok(fsm.UpsertServiceType, &fsm.UpsertServiceRequest{Service: svc})
+	}
+	(&services{l: e.l}).pass(e.ctx)
+	for _, r := range planResults(t, e.store.take()) {
+		if len(r.Rejected) != 0 {
+			t.Fatalf("rejected parts: %+v", r.Rejected)
+		}
+	}
+	want := map[string][]string{"old": {"exec", "none"}, "ctr": {"docker", "none"}, "both": {"docker", "exec", "none"}}
+	for node, services := range e.running() {
+		if slices.Sort(services); !slices.Equal(services, want[node]) {
+			t.Errorf("%s runs %v, want %v", node, services, want[node])
+		}
+	}
+}
