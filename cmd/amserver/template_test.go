@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/artifact"
 )
 
 // tarEntries lists a tar.gz's entries as "name mode [-> link]" in order.
@@ -170,5 +171,25 @@ func TestRuntimeFlags(t *testing.T) {
 		if agent.Flags().Lookup(name) == nil {
 			t.Errorf("agent has no --%s", name)
 		}
+	}
+}
+
+// TestTemplateExample: the example template packs into an archive the
+// server accepts, and the example bundle that uses it is a valid spec.
+func TestTemplateExample(t *testing.T) {
+	archive, err := tarDir("../../examples/templates/live-stack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := artifact.Inspect(archive); err != nil || info.Runtime != "compose" {
+		t.Fatalf("example template: %+v, %v", info, err)
+	}
+	var spec api.BundleSpec
+	a := &app{}
+	if err := a.readInput("../../examples/template-bundle.json", "bundle", &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Jobs[0].Launch.Ref != "live-stack" || spec.Jobs[1].Launch.Job == nil {
+		t.Fatalf("example bundle %+v", spec.Jobs)
 	}
 }
