@@ -144,6 +144,9 @@ func (c *templateCache) download(ctx context.Context, name, digest string) ([]by
 	if err != nil {
 		return nil, fmt.Errorf("fetch template %s: %w", name, err)
 	}
+	if len(b) > artifact.MaxArchive {
+		return nil, fmt.Errorf("fetch template %s: the archive is over %d bytes", name, artifact.MaxArchive)
+	}
 	if got := artifact.Digest(b); got != digest {
 		return nil, fmt.Errorf("fetch template %s: the bytes hash to %s, not %s", name, got, digest)
 	}
