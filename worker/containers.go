@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -156,9 +157,20 @@ func (d *containerDriver) startDeploy(t *ctask, spec string) {
 	go func() {
 		defer close(done)
 		defer cancel()
-		err := d.backend.deploy(ctx, a, spec, t.name, t.dir)
-		d.finishDeploy(t, spec, err)
+		d.finishDeploy(t, spec, d.deploySafely(ctx, a, spec, t))
 	}()
+}
+
+// deploySafely turns a panic while deploying (say, in parsing a hostile
+// template) into a failed deploy instead of a dead worker.
+func (d *containerDriver) deploySafely(ctx context.Context, a api.Assignment, spec string, t *ctask) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.logger.Error("deploy panicked", "assignment", a.ID, "panic", r)
+			err = permanent(fmt.Errorf("deploy panicked: %v", r))
+		}
+	}()
+	return d.backend.deploy(ctx, a, spec, t.name, t.dir)
 }
 
 func (d *containerDriver) finishDeploy(t *ctask, spec string, err error) {
