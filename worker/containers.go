@@ -247,6 +247,13 @@ func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) 
 		t.logs.close()
 		t.logs = nil
 	}
+	d.mu.Unlock()
+	if err == nil {
+		// Before the task is forgotten: a new deploy of the same id must
+		// not find its directory being removed.
+		_ = os.RemoveAll(t.dir)
+	}
+	d.mu.Lock()
 	t.stopErr, t.stopping = err, false
 	if err != nil {
 		d.logger.Warn("stop failed", "assignment", t.id, "err", err)
@@ -257,9 +264,6 @@ func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) 
 		d.setState(t, api.JobStopped, "", "")
 	}
 	d.mu.Unlock()
-	if err == nil {
-		_ = os.RemoveAll(t.dir)
-	}
 	close(stopped)
 }
 

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -65,9 +66,19 @@ func TestDockerLegacyLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	missing := assignment(node, "b3", "enc", dockerLaunch("amserver-no-such-image:never", nil), api.RuntimeDocker)
+	// An image that is not there fails the deploy; once the operator builds
+	// it, the deploy is retried and succeeds.
+	late := "amserver-test-late:" + randomHex(4)
+	missing := assignment(node, "b3", "enc", dockerLaunch(late, nil), api.RuntimeDocker)
 	if msg := waitState(t, again, missing, api.JobFailed, time.Minute); !strings.Contains(msg, "never pulls") {
 		t.Fatalf("missing image message %q", msg)
 	}
-	_ = again.Stop(context.Background(), missing.ID)
+	if out, err := exec.Command("docker", "tag", testImage(t), late).CombinedOutput(); err != nil {
+		t.Fatalf("docker tag: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", late).Run() })
+	waitState(t, again, missing, api.JobRunning, time.Minute)
+	if err := again.Stop(context.Background(), missing.ID); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/amserver/amserver/api"
@@ -76,9 +77,31 @@ type composeCLI struct {
 	major int      // 1: the Python docker-compose, which ignores pull_policy
 }
 
+// composeFound caches what composeCommand found: asking docker-compose v1
+// its version starts a Python interpreter, and every worker of a dev
+// cluster asks.
+var composeFound struct {
+	sync.Mutex
+	cli *composeCLI
+}
+
 // composeCommand finds compose: the v2 plugin when it is there, else the
-// standalone docker-compose (v1 or v2).
+// standalone docker-compose (v1 or v2). A success is remembered for the
+// life of the process.
 func composeCommand(ctx context.Context) (composeCLI, bool) {
+	composeFound.Lock()
+	defer composeFound.Unlock()
+	if composeFound.cli != nil {
+		return *composeFound.cli, true
+	}
+	cli, ok := findCompose(ctx)
+	if ok {
+		composeFound.cli = &cli
+	}
+	return cli, ok
+}
+
+func findCompose(ctx context.Context) (composeCLI, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for _, argv := range [][]string{{"docker", "compose"}, {"docker-compose"}} {

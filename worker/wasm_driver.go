@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -48,6 +49,11 @@ type wasmTask struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	state, msg string
+	// A deploy that failed for a reason that may pass (the servers out of
+	// reach) is tried again after a backoff.
+	failures  int
+	retryable bool
+	retryAt   time.Time
 }
 
 var _ Driver = (*WasmDriver)(nil)
@@ -99,21 +105,31 @@ func (d *WasmDriver) Ensure(ctx context.Context, a api.Assignment) (string, stri
 	d.mu.Lock()
 	t := d.tasks[a.ID]
 	d.mu.Unlock()
-	if t != nil && t.spec != spec {
-		_ = d.Stop(ctx, a.ID) // a promotion or a new launch: run it again
+	failures := 0
+	if t != nil && (t.spec != spec || d.retryDue(t)) {
+		if t.spec == spec {
+			failures = t.failures
+		}
+		_ = d.Stop(ctx, a.ID) // a promotion, a new launch or a retry: run it again
 		t = nil
 	}
 	if t == nil {
-		t = d.start(a, spec)
+		t = d.start(a, spec, failures)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return t.state, t.msg
 }
 
-func (d *WasmDriver) start(a api.Assignment, spec string) *wasmTask {
+func (d *WasmDriver) retryDue(t *wasmTask) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return t.retryable && !time.Now().Before(t.retryAt)
+}
+
+func (d *WasmDriver) start(a api.Assignment, spec string, failures int) *wasmTask {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{})}
+	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures}
 	d.mu.Lock()
 	d.tasks[a.ID] = t
 	d.mu.Unlock()
@@ -141,27 +157,44 @@ func (d *WasmDriver) runSafely(ctx context.Context, a api.Assignment, t *wasmTas
 	return d.run(ctx, a, t)
 }
 
-// run fetches, unpacks and runs the module until it exits or ctx ends.
-func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (string, string) {
-	dir := taskDir(d.root, a.ID)
+// prepare fetches and unpacks the template and reads the module and its
+// variables.
+func (d *WasmDriver) prepare(ctx context.Context, a api.Assignment, dir string) ([]byte, []envVar, error) {
 	archive, digest, err := d.templates.get(ctx, a.Launch.Ref)
-	if err == nil {
-		_, err = materialize(archive, digest, dir, artifact.RuntimeWasm)
-	}
 	if err != nil {
-		return api.JobFailed, "deploy failed: " + err.Error()
+		return nil, nil, err
 	}
-	stack := filepath.Join(dir, stackDir)
-	module, err := os.ReadFile(filepath.Join(stack, "main.wasm"))
+	if _, err := materialize(archive, digest, dir, artifact.RuntimeWasm); err != nil {
+		return nil, nil, err
+	}
+	module, err := os.ReadFile(filepath.Join(dir, stackDir, "main.wasm"))
 	if err != nil {
-		return api.JobFailed, "deploy failed: " + err.Error()
+		return nil, nil, permanent(err)
 	}
 	params, ident, warnings, err := templateEnv(a)
 	if err != nil {
-		return api.JobFailed, "deploy failed: " + err.Error()
+		return nil, nil, permanent(err)
 	}
 	for _, w := range warnings {
 		d.logger.Warn("launch variable not passed", "assignment", a.ID, "warning", w)
+	}
+	return module, append(params, ident...), nil
+}
+
+// run prepares and runs the module until it exits or ctx ends.
+func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (string, string) {
+	dir := taskDir(d.root, a.ID)
+	stack := filepath.Join(dir, stackDir)
+	module, env, err := d.prepare(ctx, a, dir)
+	if err != nil {
+		retry := !isPermanent(err)
+		d.mu.Lock()
+		t.retryable = retry
+		t.failures++
+		t.retryAt = time.Now().Add(min(time.Second<<min(t.failures, 6), time.Minute))
+		d.mu.Unlock()
+		d.logger.Warn("deploy failed", "assignment", a.ID, "retry", retry, "err", err)
+		return api.JobFailed, lastLines([]byte("deploy failed: "+err.Error()), 20)
 	}
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).
 		WithMemoryLimitPages(d.memoryPages(a)).WithCompilationCache(d.cache)
@@ -183,7 +216,7 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 	mc := wazero.NewModuleConfig().WithArgs("main.wasm").WithStdout(stdout).WithStderr(stderr).
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(rand.Reader).
 		WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount(stack, "/"))
-	for _, v := range append(params, ident...) {
+	for _, v := range env {
 		mc = mc.WithEnv(v.Name, v.Value)
 	}
 	d.set(a.ID, t, api.JobRunning, "")

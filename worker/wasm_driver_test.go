@@ -2,9 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,8 +77,24 @@ func TestWasmDriver(t *testing.T) {
 		}
 	})
 
-	if n := src.fetches.Load(); n != 1 {
-		t.Fatalf("the archive was fetched %d times, want once", n)
+	t.Run("a failed fetch is retried", func(t *testing.T) {
+		flaky := &flakySource{fakeTemplates: src}
+		d2, err := NewDispatcher(context.Background(), RuntimeConfig{
+			NodeID: "w2", DataDir: t.TempDir(), Runtimes: []string{api.RuntimeWasm}, Templates: flaky,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d2.StopAll(context.Background()) })
+		a := assignment("w2", "b4", "mod", wasmLaunch(ref, nil), api.RuntimeWasm)
+		if msg := waitState(t, d2, a, api.JobFailed, time.Minute); !strings.Contains(msg, "server unreachable") {
+			t.Fatalf("first attempt: %q", msg)
+		}
+		waitState(t, d2, a, api.JobRunning, time.Minute)
+	})
+
+	if n := src.fetches.Load(); n != 2 {
+		t.Fatalf("the archive was fetched %d times, want once per data directory", n)
 	}
 	entries, _ := os.ReadDir(filepath.Join(dataDir, "wasm-cache"))
 	if len(entries) == 0 {
@@ -85,4 +104,17 @@ func TestWasmDriver(t *testing.T) {
 		_ = d.StopAll(context.Background())
 		return poll.Check(len(d.Running()) == 0, "running %v", d.Running())
 	})
+}
+
+// flakySource fails its first fetch, as a server out of reach would.
+type flakySource struct {
+	*fakeTemplates
+	failed atomic.Bool
+}
+
+func (f *flakySource) TemplateArchive(ctx context.Context, name, digest string) (io.ReadCloser, error) {
+	if !f.failed.Swap(true) {
+		return nil, errors.New("server unreachable")
+	}
+	return f.fakeTemplates.TemplateArchive(ctx, name, digest)
 }
