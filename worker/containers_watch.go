@@ -153,12 +153,16 @@ func judge(t *ctask, rows []psRow) verdict {
 	return verdict{t: t}
 }
 
-// retryDue restarts deploys whose backoff is over; d.mu is held.
+// retryDue restarts failed deploys whose backoff is over, of the latest
+// assignment Ensure was given; d.mu is held.
 func (d *containerDriver) retryDue() {
 	now := time.Now()
 	for _, t := range d.tasks {
-		if t.assigned && t.want != "" && t.needsDeploy(t.want, now) {
-			d.startDeploy(t, t.want)
+		if !t.assigned || t.want == "" {
+			continue
+		}
+		if spec := specHash(d.runtime, t.a); t.needsDeploy(spec, now) {
+			d.startDeploy(t, spec)
 		}
 	}
 }
