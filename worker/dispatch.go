@@ -116,7 +116,7 @@ func (d *Dispatcher) addContainerDrivers(ctx context.Context, cfg RuntimeConfig)
 		if !ok {
 			return errors.New("compose runtime: neither `docker compose` nor `docker-compose` works")
 		}
-		b := &composeBackend{cli: cli, compose: cc, nodeID: cfg.NodeID, templates: d.templates, logger: cfg.Logger}
+		b := &composeBackend{cli: cli, compose: cc, templates: d.templates, logger: cfg.Logger}
 		d.drivers[api.RuntimeCompose] = newContainerDriver(api.RuntimeCompose, cfg, cli, b, d.events)
 	}
 	return nil

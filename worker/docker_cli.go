@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,7 +119,7 @@ func (c *dockerCLI) ps(ctx context.Context, filters ...string) ([]psRow, error) 
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var r psRow
-		if err := dec.Decode(&r); err == io.EOF {
+		if err := dec.Decode(&r); errors.Is(err, io.EOF) {
 			return rows, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("docker ps output: %w", err)

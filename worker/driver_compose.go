@@ -27,7 +27,6 @@ const overrideFile = ".amserver.override.yaml"
 type composeBackend struct {
 	cli       *dockerCLI
 	compose   composeCLI
-	nodeID    string
 	templates *templateCache
 	logger    *slog.Logger
 }

@@ -199,7 +199,7 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).
 		WithMemoryLimitPages(d.memoryPages(a)).WithCompilationCache(d.cache)
 	r := wazero.NewRuntimeWithConfig(ctx, rc)
-	defer r.Close(context.Background())
+	defer func() { _ = r.Close(context.Background()) }()
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	compiled, err := r.CompileModule(ctx, module)
 	if err != nil {
