@@ -69,6 +69,7 @@ func inspectLabels(t *testing.T, id string) map[string]string {
 // parameters, tags and identity inside its containers; a promotion
 // redeploys it with the new role; a stop takes it down entirely.
 func TestComposeLifecycle(t *testing.T) {
+	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
 	requireCompose(t)
 	node, dataDir, src := testNode(), t.TempDir(), &fakeTemplates{}
 	t.Cleanup(func() { sweepNode(t, node) })
@@ -137,6 +138,7 @@ func TestComposeLifecycle(t *testing.T) {
 // TestComposeFailedContainer: a service that exits non-zero fails the
 // assignment with its exit code and its last words.
 func TestComposeFailedContainer(t *testing.T) {
+	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
 	requireCompose(t)
 	node, dataDir, src := testNode(), t.TempDir(), &fakeTemplates{}
 	t.Cleanup(func() { sweepNode(t, node) })
@@ -184,6 +186,7 @@ func statusServer(t *testing.T) *api.Client {
 // anything) adopts its running stacks by label instead of starting them
 // twice, and removes the one it no longer owns.
 func TestComposeReadoptAfterRestart(t *testing.T) {
+	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
 	requireCompose(t)
 	node, dataDir, src := testNode(), t.TempDir(), &fakeTemplates{}
 	t.Cleanup(func() { sweepNode(t, node) })

@@ -20,6 +20,7 @@ func dockerLaunch(image string, env map[string]string) api.Launch {
 // rather than starting it again; a stop removes it; one that exits
 // non-zero fails with its code.
 func TestDockerLegacyLifecycle(t *testing.T) {
+	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
 	requireDocker(t)
 	node, dataDir := testNode(), t.TempDir()
 	t.Cleanup(func() { sweepNode(t, node) })

@@ -24,6 +24,7 @@ func wasmLaunch(ref string, params map[string]string) api.Launch {
 // its exit code is reported, a stop cancels it, and a module that
 // allocates beyond the memory limit fails.
 func TestWasmDriver(t *testing.T) {
+	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
 	src := &fakeTemplates{}
 	ref := src.add("mod", tarball(t, map[string][]byte{"main.wasm": testModule(t), "conf/a.txt": []byte("x")}))
 	dataDir := t.TempDir()
