@@ -19,6 +19,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/tetratelabs/wazero v1.12.0
 	go.etcd.io/bbolt v1.3.11
 	golang.org/x/sys v0.48.0
 	pgregory.net/rapid v1.3.0

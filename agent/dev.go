@@ -28,6 +28,12 @@ type DevConfig struct {
 	DeleteTimeout time.Duration
 	// Driver makes each simulated worker's driver (default: none).
 	Driver func() worker.Driver
+	// RealDrivers, when Driver is nil, gives every worker the real drivers
+	// (worker.Dispatcher: compose, docker, wasm, exec by the launch's
+	// runtime), each with its own directory under the data dir. The
+	// workers share this host's Docker: each labels its containers with
+	// its own node id, so none touches another's.
+	RealDrivers bool
 	// Configure, when set, adjusts each server's configuration.
 	Configure func(*Config)
 }
@@ -68,7 +74,7 @@ func StartDev(ctx context.Context, cfg DevConfig) (*DevCluster, error) {
 		_ = d.Shutdown(context.Background())
 		return nil, err
 	}
-	if err := d.startWorkers(ctx, cfg); err != nil {
+	if err := d.startWorkers(ctx, cfg, dataDir); err != nil {
 		_ = d.Shutdown(context.Background())
 		return nil, err
 	}
@@ -141,14 +147,27 @@ func (d *DevCluster) waitLeader(ctx context.Context) error {
 	}
 }
 
-func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig) error {
+func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig, dataDir string) error {
 	join := []string{d.Servers[0].gossip.LocalAddr()}
 	host, _, _ := net.SplitHostPort(cfg.HTTPAddr)
+	var runtimes []string
+	if cfg.Driver == nil && cfg.RealDrivers && cfg.Workers > 0 {
+		runtimes = worker.DetectRuntimes(ctx) // once: every worker shares this host
+	}
 	for i := range cfg.Workers {
 		wc := DevWorkerConfig(i)
 		wc.Servers, wc.Join, wc.Logger = []string{d.Servers[0].HTTPAddr()}, join, cfg.Logger
-		if cfg.Driver != nil {
+		switch {
+		case cfg.Driver != nil:
 			wc.Driver = cfg.Driver()
+		case cfg.RealDrivers:
+			drv, err := worker.NewDispatcher(ctx, worker.RuntimeConfig{
+				NodeID: wc.NodeID, DataDir: filepath.Join(dataDir, wc.NodeID), Runtimes: runtimes, Logger: cfg.Logger,
+			})
+			if err != nil {
+				return fmt.Errorf("%s drivers: %w", wc.NodeID, err)
+			}
+			wc.Driver = drv
 		}
 		wc.Gossip = gossip.DefaultConfig()
 		wc.Gossip.BindAddr, wc.Gossip.BindPort = host, 0

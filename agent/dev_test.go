@@ -3,6 +3,9 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,4 +151,41 @@ func TestDevClusterNodeServices(t *testing.T) {
 	bundleIs(t, ctx, c, 30*time.Second, "needs-ptp", "bundle placed on a node with the provided capability", func(b *api.Bundle) bool {
 		return b.State == api.StatePlaced && (b.Replicas[0].Jobs[0].NodeID == "worker-1" || b.Replicas[0].Jobs[0].NodeID == "worker-4")
 	})
+}
+
+// TestDevClusterRealDrivers: with real drivers (`amserver dev --driver
+// real`) each worker offers the runtimes it detects and really runs what
+// it is assigned: here an exec job, which sees its role in its
+// environment, and which a delete stops.
+func TestDevClusterRealDrivers(t *testing.T) {
+	dir := t.TempDir()
+	d, err := agent.StartDev(t.Context(), agent.DevConfig{HTTPAddr: "127.0.0.1:0", Workers: 2, RealDrivers: true, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shutdownDev(t, d) })
+	c, _ := api.New(d.HTTPAddr())
+	ctx := ctxTimeout(t, 90*time.Second)
+	waitReadyNodes(t, c, 2)
+	n, _, err := c.Node(ctx, "worker-1", nil)
+	if err != nil || !slices.Contains(n.Runtimes, api.RuntimeExec) || !slices.Contains(n.Runtimes, api.RuntimeWasm) {
+		t.Fatalf("worker-1 offers %v (%v)", n.Runtimes, err)
+	}
+	out := filepath.Join(dir, "out")
+	spec := api.BundleSpec{ID: "real-1", Pool: "default", Jobs: []api.Job{{
+		Name: "enc", Requirements: api.Requirements{Capacity: 1},
+		Launch: api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", `echo "$AMSERVER_ROLE" > ` + out + `; exec sleep 600`}},
+	}}}
+	if _, err := c.CreateBundle(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "real-1", "the job running", allRunning)
+	poll.Eventually(t, 10*time.Second, "the job wrote its role", func() error {
+		b, err := os.ReadFile(out)
+		return poll.Check(err == nil && string(b) == "primary\n", "%q %v", b, err)
+	})
+	if _, err := c.DeleteBundle(ctx, "real-1"); err != nil {
+		t.Fatal(err)
+	}
+	bundleGone(t, ctx, c, 30*time.Second, "real-1", "the job stopped and the bundle purged")
 }

@@ -9,21 +9,50 @@ import (
 	"github.com/amserver/amserver/api"
 )
 
-// Driver runs assignments on a worker.
+// Driver runs assignments on a worker. Every runtime (compose, wasm,
+// docker, exec, none) has one, and the Dispatcher picks among them by
+// api.Assignment.Runtime. Nothing here may block on the workload for long:
+// Ensure starts work and returns, and the driver reports what happens later
+// through Events.
+//
+// A driver keeps each workload's stdout and stderr in files of the
+// assignment's directory (stdout.log, stderr.log; see taskDir), so that a
+// later Logs(assignmentID, stream, follow, tail) method can serve every
+// runtime the same way.
 type Driver interface {
+	// Recover adopts what an earlier run of this worker left running
+	// (containers outlive a worker restart), so that it is not started
+	// twice and so that what is no longer assigned here shows up in Running
+	// and gets stopped. The worker calls it once before its first
+	// reconcile; an error is logged, not fatal.
+	Recover(ctx context.Context) error
 	// Ensure makes the task match the assignment's desired state and returns
 	// the state to report (running, stopped, failed) and a message; an empty
 	// state means nothing to report yet.
 	Ensure(ctx context.Context, a api.Assignment) (state, message string)
-	// Stop stops a task that is no longer assigned.
-	Stop(id string) error
-	// Running lists the ids of the tasks the driver holds.
+	// Stop stops a task that is no longer assigned and returns when it is
+	// gone or ctx ends (the stop then goes on in the background).
+	Stop(ctx context.Context, id string) error
+	// Running lists the ids of the tasks the driver holds, adopted ones
+	// included.
 	Running() []string
 	// StopAll stops every task (worker shutdown).
-	StopAll() error
+	StopAll(ctx context.Context) error
 	// Events reports changes the driver notices on its own (crashes,
-	// restarts); nil when it never does.
+	// restarts, a deploy that finished); nil when it never does.
 	Events() <-chan TaskEvent
+}
+
+// TaskEvent is a state change the driver noticed on its own (a crash, a
+// restart), for the worker to report.
+type TaskEvent struct {
+	ID, State, Message string
+}
+
+// runtimeLister is a driver that knows which runtimes its node offers; the
+// worker registers them when its inventory names none.
+type runtimeLister interface {
+	Runtimes() []string
 }
 
 // NoneDriver runs nothing: it reports running at once and stopped when
@@ -38,11 +67,20 @@ var _ Driver = (*NoneDriver)(nil)
 // NewNoneDriver returns a driver that only tracks what it was told to run.
 func NewNoneDriver() *NoneDriver { return &NoneDriver{tasks: map[string]bool{}} }
 
+// Runtimes: a simulated node pretends to offer every runtime a worker can
+// detect, so that any job can be placed on it in the dev cluster.
+func (d *NoneDriver) Runtimes() []string {
+	return []string{api.RuntimeExec, api.RuntimeWasm, api.RuntimeDocker, api.RuntimeCompose}
+}
+
+// Recover implements Driver: a simulated task does not outlive the worker.
+func (d *NoneDriver) Recover(context.Context) error { return nil }
+
 // Ensure implements Driver.
 func (d *NoneDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if a.Desired == "run" {
+	if a.Desired == api.DesiredRun {
 		d.tasks[a.ID] = true
 		return api.JobRunning, ""
 	}
@@ -51,7 +89,7 @@ func (d *NoneDriver) Ensure(_ context.Context, a api.Assignment) (string, string
 }
 
 // Stop implements Driver.
-func (d *NoneDriver) Stop(id string) error {
+func (d *NoneDriver) Stop(_ context.Context, id string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.tasks, id)
@@ -66,7 +104,7 @@ func (d *NoneDriver) Running() []string {
 }
 
 // StopAll implements Driver.
-func (d *NoneDriver) StopAll() error {
+func (d *NoneDriver) StopAll(context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	clear(d.tasks)

@@ -21,18 +21,12 @@ import (
 	"github.com/amserver/amserver/internal/backoff"
 )
 
-// TaskEvent is a state change the driver noticed on its own (a crash, a
-// restart), for the worker to report.
-type TaskEvent struct {
-	ID, State, Message string
-}
-
 // ExecDriver runs each assignment's launch command as a child process:
 // pinned to its cores, with its bundle, job, role, epoch and GPU in the
 // environment, restarted with backoff when it exits, stopped when desired.
 type ExecDriver struct {
 	logger    *slog.Logger
-	stateDir  string        // where role/epoch files live; child output goes here too
+	stateDir  string        // assignments' directories: role/epoch file, stdout.log, stderr.log
 	stopGrace time.Duration // SIGTERM → SIGKILL delay
 	events    chan TaskEvent
 
@@ -42,7 +36,7 @@ type ExecDriver struct {
 
 var _ Driver = (*ExecDriver)(nil)
 
-// NewExecDriver keeps per-task files under stateDir.
+// NewExecDriver keeps each task's files in its directory under stateDir.
 func NewExecDriver(stateDir string, logger *slog.Logger) (*ExecDriver, error) {
 	if err := os.MkdirAll(stateDir, 0o750); err != nil {
 		return nil, fmt.Errorf("exec driver state dir: %w", err)
@@ -59,19 +53,20 @@ func NewExecDriver(stateDir string, logger *slog.Logger) (*ExecDriver, error) {
 // Events implements Driver.
 func (d *ExecDriver) Events() <-chan TaskEvent { return d.events }
 
+// Recover implements Driver: a child process does not outlive the worker
+// (it is stopped at shutdown), so there is nothing to adopt.
+func (d *ExecDriver) Recover(context.Context) error { return nil }
+
 // Ensure implements Driver.
 func (d *ExecDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
 	d.mu.Lock()
 	t := d.tasks[a.ID]
 	d.mu.Unlock()
-	if a.Desired != "run" {
-		if t != nil {
-			t.halt(d.stopGrace)
-			d.forget(a.ID)
-		}
+	if a.Desired != api.DesiredRun {
+		_ = d.Stop(context.Background(), a.ID)
 		return api.JobStopped, ""
 	}
-	if len(a.Launch.Command) == 0 {
+	if len(legacyJob(a.Launch).Command) == 0 {
 		return api.JobFailed, "exec driver: the assignment has no launch command"
 	}
 	if t == nil {
@@ -103,14 +98,16 @@ func (d *ExecDriver) forget(id string) {
 	delete(d.tasks, id)
 }
 
-// Stop implements Driver.
-func (d *ExecDriver) Stop(id string) error {
+// Stop implements Driver. The stop grace bounds it, not ctx: a child is
+// never left behind.
+func (d *ExecDriver) Stop(_ context.Context, id string) error {
 	d.mu.Lock()
 	t := d.tasks[id]
 	d.mu.Unlock()
 	if t != nil {
 		t.halt(d.stopGrace)
 		d.forget(id)
+		return os.RemoveAll(taskDir(d.stateDir, id))
 	}
 	return nil
 }
@@ -123,9 +120,9 @@ func (d *ExecDriver) Running() []string {
 }
 
 // StopAll implements Driver.
-func (d *ExecDriver) StopAll() error {
+func (d *ExecDriver) StopAll(ctx context.Context) error {
 	for _, id := range d.Running() {
-		_ = d.Stop(id)
+		_ = d.Stop(ctx, id)
 	}
 	return nil
 }
@@ -163,16 +160,18 @@ func (d *ExecDriver) supervise(t *execTask) {
 // runOnce starts the process and waits for it to exit.
 func (d *ExecDriver) runOnce(t *execTask) error {
 	a := t.current()
-	cmd := exec.Command(a.Launch.Command[0], a.Launch.Command[1:]...)
+	job := legacyJob(a.Launch)
+	cmd := exec.Command(job.Command[0], job.Command[1:]...)
 	cmd.Env = append(os.Environ(), taskEnv(a, d.statePath(a.ID))...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the whole process group
-	out, err := os.OpenFile(filepath.Join(d.stateDir, safeName(a.ID)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	stdout, stderr, err := openLogs(taskDir(d.stateDir, a.ID))
 	if err != nil {
-		out = nil
-	}
-	cmd.Stdout, cmd.Stderr = logWriter(out), logWriter(out)
-	if out != nil {
-		defer out.Close()
+		d.logger.Warn("cannot keep the task's output", "assignment", a.ID, "err", err)
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	} else {
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		defer stdout.Close()
+		defer stderr.Close()
 	}
 	if err := startPinned(cmd, a.Cores); err != nil {
 		return fmt.Errorf("start: %w", err)
@@ -183,13 +182,6 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 	return cmd.Wait()
 }
 
-func logWriter(f *os.File) io.Writer {
-	if f == nil {
-		return io.Discard
-	}
-	return f
-}
-
 func (d *ExecDriver) emit(t *execTask, state, msg string) {
 	select {
 	case d.events <- TaskEvent{ID: t.current().ID, State: state, Message: msg}:
@@ -198,7 +190,7 @@ func (d *ExecDriver) emit(t *execTask, state, msg string) {
 }
 
 func (d *ExecDriver) statePath(id string) string {
-	return filepath.Join(d.stateDir, safeName(id)+".json")
+	return filepath.Join(taskDir(d.stateDir, id), "state.json")
 }
 
 // writeState records role and epoch where the workload can re-read them.
@@ -207,15 +199,14 @@ func (d *ExecDriver) writeState(a api.Assignment) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(taskDir(d.stateDir, a.ID), 0o750); err != nil {
+		return err
+	}
 	tmp := d.statePath(a.ID) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o640); err != nil {
 		return err
 	}
 	return os.Rename(tmp, d.statePath(a.ID))
-}
-
-func safeName(id string) string {
-	return strings.NewReplacer("/", "_", ":", "_", "@", "_").Replace(id)
 }
 
 // taskEnv is what a workload learns about itself.
@@ -233,8 +224,9 @@ func taskEnv(a api.Assignment, stateFile string) []string {
 	if len(a.GPUs) > 0 {
 		env = append(env, "AMSERVER_GPUS="+joinInts(a.GPUs))
 	}
-	for _, k := range slices.Sorted(maps.Keys(a.Launch.Env)) {
-		env = append(env, k+"="+a.Launch.Env[k])
+	jobEnv := legacyJob(a.Launch).Env
+	for _, k := range slices.Sorted(maps.Keys(jobEnv)) {
+		env = append(env, k+"="+jobEnv[k])
 	}
 	return env
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/amserver/amserver/api"
@@ -12,6 +13,9 @@ import (
 // queries for as long as ctx lives. Every failure backs off and retries
 // against the next server: a server failover never restarts running tasks.
 func (w *Worker) run(ctx context.Context) {
+	if err := w.cfg.Driver.Recover(ctx); err != nil && ctx.Err() == nil {
+		w.logger.Warn("adopting the workloads of an earlier run failed", "err", err)
+	}
 	bo := backoff.New(100*time.Millisecond, 5*time.Second)
 	registered := false
 	var index uint64
@@ -74,7 +78,9 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 	for _, id := range w.cfg.Driver.Running() {
 		if !listed[id] {
 			w.logger.Info("stopping a task no longer assigned here", "assignment", id)
-			_ = w.cfg.Driver.Stop(id)
+			if err := w.cfg.Driver.Stop(ctx, id); err != nil && ctx.Err() == nil {
+				w.logger.Warn("stopping a task failed", "assignment", id, "err", err)
+			}
 		}
 	}
 	return nil
@@ -98,4 +104,28 @@ func (w *Worker) reportEvents(ctx context.Context, events <-chan TaskEvent) {
 			}
 		}
 	}
+}
+
+// TemplateArchive fetches a template's archive from a server, trying the
+// next one after a failure: the worker is the dispatcher's TemplateSource.
+func (w *Worker) TemplateArchive(ctx context.Context, name, digest string) (io.ReadCloser, error) {
+	var last error
+	for range max(len(w.servers()), 1) {
+		c, err := w.client()
+		if err == nil {
+			var rc io.ReadCloser
+			if rc, err = c.TemplateArchive(ctx, name, digest); err == nil {
+				return rc, nil
+			}
+			if api.IsCode(err, api.CodeNotFound) {
+				return nil, err
+			}
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+		w.rotate()
+	}
+	return nil, last
 }

@@ -1,7 +1,8 @@
 // Package worker is amserver's worker runtime, the process on every node
 // that runs work. It owns registering the node's inventory with the
 // servers, following the node's assignments with blocking queries, running
-// them through drivers behind one Driver interface (none, exec), reporting
+// them through drivers behind one Driver interface (none, exec, wasm,
+// docker, compose; the Dispatcher picks by runtime), reporting
 // their status back, and following the replicated gossip keyring. It talks
 // to servers only through package api and gossip, never through server
 // internals, so it runs on nodes that hold no Raft state.
@@ -76,6 +77,9 @@ func New(cfg Config) (*Worker, error) {
 		cfg.PollWait = 30 * time.Second
 	}
 	cfg.Inventory.ID = cfg.NodeID
+	if len(cfg.Inventory.Runtimes) == 0 {
+		cfg.Inventory.Runtimes = driverRuntimes(cfg.Driver)
+	}
 	hc, tc, err := httpsClient(cfg.TLS)
 	if err != nil {
 		return nil, err
@@ -90,7 +94,22 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker gossip: %w", err)
 	}
-	return &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g, https: hc, tls: tc}, nil
+	w := &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g, https: hc, tls: tc}
+	if d, ok := cfg.Driver.(interface{ useTemplates(TemplateSource) }); ok {
+		d.useTemplates(w)
+	}
+	return w, nil
+}
+
+// driverRuntimes is what the node offers when its inventory names
+// nothing: what the driver knows it offers, else what DetectRuntimes finds.
+func driverRuntimes(d Driver) []string {
+	if l, ok := d.(runtimeLister); ok {
+		return l.Runtimes()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return DetectRuntimes(ctx)
 }
 
 // Start joins gossip and runs registration and the assignment loop.
@@ -171,7 +190,7 @@ func (w *Worker) stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return errors.Join(err, ctx.Err())
 	}
-	return errors.Join(err, w.cfg.Driver.StopAll())
+	return errors.Join(err, w.cfg.Driver.StopAll(ctx))
 }
 
 // servers lists candidate HTTP addresses: configured ones, then every

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -82,7 +84,7 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, err
 	}
-	driver, err := newDriver(f.inventory.driver, f.workerStateDir(id), logger)
+	driver, err := newDriver(f.inventory.driver, id, f.workerDataDir(id), logger)
 	if err != nil {
 		return worker.Config{}, err
 	}
@@ -97,23 +99,29 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (worker.Config, error) {
 	}, nil
 }
 
-func newDriver(name, stateDir string, logger *slog.Logger) (worker.Driver, error) {
+// newDriver makes the worker's driver: none simulates; real (exec is
+// accepted as a synonym) runs each launch with the driver of its runtime.
+func newDriver(name, nodeID, dataDir string, logger *slog.Logger) (worker.Driver, error) {
 	switch name {
 	case "", api.DriverNone:
 		return worker.NewNoneDriver(), nil
-	case api.DriverExec:
-		return worker.NewExecDriver(stateDir, logger)
+	case "real", api.DriverExec:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return worker.NewDispatcher(ctx, worker.RuntimeConfig{NodeID: nodeID, DataDir: dataDir, Logger: logger})
 	default:
-		return nil, fmt.Errorf("--driver %q: want exec or none", name)
+		return nil, fmt.Errorf("--driver %q: want real, exec or none", name)
 	}
 }
 
-// workerStateDir holds the exec driver's role files and task output.
-func (f *agentFlags) workerStateDir(id string) string {
+// workerDataDir holds the worker's assignments (their output, unpacked
+// templates), its template cache and compiled wasm modules: worker/ in
+// --data-dir, beside a server's raft/ when the agent is both.
+func (f *agentFlags) workerDataDir(id string) string {
 	if f.dataDir != "" {
-		return filepath.Join(f.dataDir, "tasks")
+		return filepath.Join(f.dataDir, "worker")
 	}
-	return filepath.Join(os.TempDir(), "amserver-"+id, "tasks")
+	return filepath.Join(os.TempDir(), "amserver-"+id)
 }
 
 // splitAddr resolves an address flag: empty means bind:defaultPort; a bare

@@ -17,6 +17,7 @@ func newDevCmd() *cobra.Command {
 	var (
 		cfg      agent.DevConfig
 		logLevel string
+		driver   string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -25,6 +26,13 @@ func newDevCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Servers < 1 || cfg.Workers < 0 {
 				return badFlags(fmt.Errorf("--servers must be at least 1 and --workers not negative"))
+			}
+			switch driver {
+			case "none":
+			case "real":
+				cfg.RealDrivers = true
+			default:
+				return badFlags(fmt.Errorf("--driver %q: want none or real", driver))
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -48,13 +56,19 @@ func newDevCmd() *cobra.Command {
 	fl.IntVar(&cfg.Workers, "workers", 6, "number of simulated workers")
 	fl.StringVar(&cfg.DataDir, "data-dir", "", "keep state here (default: a temporary directory)")
 	fl.StringVar(&logLevel, "log-level", "warn", "debug, info, warn or error")
+	fl.StringVar(&driver, "driver", "none", "workers' driver: none (simulate: every job runs at once) or real "+
+		"(run launches with compose, docker, wasm or exec on this host)")
 	return cmd
 }
 
 func printDevBanner(cmd *cobra.Command, d *agent.DevCluster, cfg agent.DevConfig) {
 	addr := d.HTTPAddr()
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "amserver dev cluster: %d server(s), %d worker(s) over 3 AZs and 2 clouds\n", cfg.Servers, cfg.Workers)
+	kind := "simulated"
+	if cfg.RealDrivers {
+		kind = "real-driver"
+	}
+	fmt.Fprintf(out, "amserver dev cluster: %d server(s), %d %s worker(s) over 3 AZs and 2 clouds\n", cfg.Servers, cfg.Workers, kind)
 	fmt.Fprintf(out, "  API: http://%s/v1/   UI: http://%s/ui/\n\n", addr, addr)
 	fmt.Fprintf(out, "Try:\n")
 	fmt.Fprintf(out, "  export AMSERVER_ADDR=http://%s\n", addr)

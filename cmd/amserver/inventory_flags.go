@@ -32,7 +32,7 @@ func (f *inventoryFlags) register(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.capabilities, "capability", nil, "worker: a capability as name:count[:key=value,...] (repeatable)")
 	fl.StringArrayVar(&f.labels, "label", nil, "worker: a label key=value (repeatable)")
 	fl.StringArrayVar(&f.taints, "taint", nil, "worker: a taint (repeatable)")
-	fl.StringVar(&f.driver, "driver", "none", "worker: task driver, exec or none")
+	fl.StringVar(&f.driver, "driver", "none", "worker: task driver, real (run each launch with its runtime: compose, docker, wasm, exec; exec is a synonym) or none")
 	fl.StringArrayVar(&f.runtimes, "runtime", nil,
 		"worker: a runtime the node runs, e.g. exec, docker, compose, wasm (repeatable; replaces detection)")
 	fl.StringVar(&f.nodeKind, "node-kind", "", `worker: the node's kind, "" or proxmox (a Proxmox host runs pve-vm and pve-ct)`)

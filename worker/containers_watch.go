@@ -1,0 +1,168 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+// watch scans the driver's containers every interval (or when a deploy
+// finished), and rarely while it holds nothing (to adopt what a failed
+// stop left behind).
+func (d *containerDriver) watch() {
+	tick := time.NewTicker(d.every)
+	defer tick.Stop()
+	idle := 0
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-tick.C:
+		case <-d.kick:
+		}
+		if len(d.Running()) == 0 {
+			if idle++; idle%30 != 1 {
+				continue
+			}
+		} else {
+			idle = 0
+		}
+		ctx, cancel := context.WithTimeout(d.ctx, time.Minute)
+		if err := d.scan(ctx); err != nil && d.ctx.Err() == nil {
+			d.logger.Debug("container scan failed", "err", err)
+		}
+		cancel()
+	}
+}
+
+// verdict is what a scan makes of one task's containers.
+type verdict struct {
+	t     *ctask
+	state string
+	row   *psRow // the container that failed
+	code  int
+	msg   string
+}
+
+// scan lists this node's containers of this runtime, adopts those of
+// unknown assignments, and updates each task's state from its containers.
+func (d *containerDriver) scan(ctx context.Context) error {
+	started := time.Now()
+	rows, err := d.cli.ps(ctx, "label="+labelNode+"="+d.nodeID, "label="+labelRuntime+"="+d.runtime)
+	if err != nil {
+		return err
+	}
+	byTask := map[string][]psRow{}
+	for _, r := range rows {
+		if r.Assignment != "" {
+			byTask[r.Assignment] = append(byTask[r.Assignment], r)
+		}
+	}
+	d.mu.Lock()
+	d.adopt(byTask, started)
+	var verdicts []verdict
+	for id, t := range d.tasks {
+		if t.deploying || t.stopping || t.spec == "" || t.deployedAt.After(started) {
+			continue // this listing may predate what the deploy did
+		}
+		v := judge(t, byTask[id])
+		if v.state == api.JobFailed && v.row != nil && t.state == api.JobFailed && t.failedID == v.row.ID {
+			continue // already reported, message and all
+		}
+		verdicts = append(verdicts, v)
+		d.followLogs(t, byTask[id])
+	}
+	d.retryDue()
+	d.mu.Unlock()
+	for i := range verdicts {
+		if v := &verdicts[i]; v.row != nil {
+			v.msg = failureMessage(d.backend.describe(*v.row), v.code, d.cli.logsTail(ctx, v.row.ID, 10))
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, v := range verdicts {
+		if d.tasks[v.t.id] == v.t && !v.t.deploying && !v.t.stopping && v.state != "" {
+			failedID := ""
+			if v.row != nil {
+				failedID = v.row.ID
+			}
+			d.setState(v.t, v.state, v.msg, failedID)
+		}
+	}
+	return nil
+}
+
+// adopt takes over the containers of assignments the driver does not hold:
+// left by an earlier run of this worker. They show up in Running, so the
+// worker stops those no longer assigned here; Ensure finds the others and
+// redeploys only if their spec label differs. d.mu is held.
+func (d *containerDriver) adopt(byTask map[string][]psRow, listed time.Time) {
+	for id, when := range d.gone {
+		if time.Since(when) > 2*time.Minute {
+			delete(d.gone, id)
+		}
+	}
+	for id, rows := range byTask {
+		if d.tasks[id] != nil {
+			continue
+		}
+		if when, ok := d.gone[id]; ok && !listed.After(when) {
+			continue // listed before its stop finished
+		}
+		t := &ctask{id: id, name: taskName(id), dir: taskDir(d.root, id), spec: rows[0].Spec, want: rows[0].Spec,
+			a: api.Assignment{ID: id, BundleID: rows[0].Bundle, Job: rows[0].Job, NodeID: d.nodeID}}
+		if t.spec == "" {
+			t.spec = "adopted" // no label: any Ensure redeploys it
+		}
+		d.tasks[id] = t
+		d.logger.Info("adopted containers of an earlier run", "assignment", id, "containers", len(rows))
+	}
+}
+
+// judge reads a task's state from its containers: failed when one exited
+// non-zero or keeps restarting, or when they are all gone; stopped when
+// all exited 0; running when one runs; nothing to say while they are
+// being created.
+func judge(t *ctask, rows []psRow) verdict {
+	if len(rows) == 0 {
+		return verdict{t: t, state: api.JobFailed, msg: "the containers are gone (removed outside amserver)"}
+	}
+	running, exited0 := 0, 0
+	for i, r := range rows {
+		switch r.State {
+		case "exited", "dead", "restarting":
+			code := exitCode(r.Status)
+			if code == 0 && r.State == "exited" {
+				exited0++
+				continue
+			}
+			return verdict{t: t, state: api.JobFailed, row: &rows[i], code: code}
+		case "running", "paused", "removing":
+			running++
+		}
+	}
+	switch {
+	case running > 0:
+		return verdict{t: t, state: api.JobRunning}
+	case exited0 == len(rows):
+		return verdict{t: t, state: api.JobStopped, msg: fmt.Sprintf("%d container(s) exited with code 0", exited0)}
+	}
+	return verdict{t: t}
+}
+
+// retryDue restarts failed deploys whose backoff is over, of the latest
+// assignment Ensure was given; d.mu is held.
+func (d *containerDriver) retryDue() {
+	now := time.Now()
+	for _, t := range d.tasks {
+		if !t.assigned || t.want == "" {
+			continue
+		}
+		if spec := specHash(d.runtime, t.a); t.needsDeploy(spec, now) {
+			d.startDeploy(t, spec)
+		}
+	}
+}

@@ -1,0 +1,287 @@
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/artifact"
+)
+
+// DefaultWasmMemoryMiB bounds a module's linear memory when its job sets
+// no limit of its own.
+const DefaultWasmMemoryMiB = 256
+
+// WasmDriver runs a wasm template's main.wasm in-process with wazero (WASI
+// preview 1): the launch's variables as its environment, no arguments
+// (argv[0] only),
+// the template's files read-only at "/", stdout and stderr into the
+// assignment's log files, memory bounded, and stopped by cancelling its
+// context. Compiled code is cached on disk, shared by every module: a Go
+// wasip1 module is megabytes and takes seconds to compile.
+type WasmDriver struct {
+	root      string
+	templates *templateCache
+	cache     wazero.CompilationCache
+	memoryMiB int
+	logger    *slog.Logger
+	events    chan TaskEvent
+
+	mu    sync.Mutex
+	tasks map[string]*wasmTask
+}
+
+type wasmTask struct {
+	spec       string
+	cancel     context.CancelFunc
+	done       chan struct{}
+	state, msg string
+	// A deploy that failed for a reason that may pass (the servers out of
+	// reach) is tried again after a backoff.
+	failures  int
+	retryable bool
+	retryAt   time.Time
+}
+
+var _ Driver = (*WasmDriver)(nil)
+
+func newWasmDriver(cfg RuntimeConfig, templates *templateCache, events chan TaskEvent) (*WasmDriver, error) {
+	cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(cfg.DataDir, "wasm-cache"))
+	if err != nil {
+		return nil, fmt.Errorf("wasm compilation cache: %w", err)
+	}
+	mib := cfg.WasmMemoryMiB
+	if mib <= 0 {
+		mib = DefaultWasmMemoryMiB
+	}
+	return &WasmDriver{
+		root: cfg.assignmentsDir(), templates: templates, cache: cache, memoryMiB: mib,
+		logger: cfg.Logger.With("runtime", api.RuntimeWasm), events: events, tasks: map[string]*wasmTask{},
+	}, nil
+}
+
+// memoryPages is the module's memory limit in 64 KiB pages. It is the
+// hook for a per-job limit (requirements.memoryLimitMiB, once assignments
+// carry it); today every module gets the driver's.
+func (d *WasmDriver) memoryPages(api.Assignment) uint32 {
+	return uint32(min(d.memoryMiB*16, 65536))
+}
+
+// Recover implements Driver: a module runs inside the worker and does not
+// outlive it.
+func (d *WasmDriver) Recover(context.Context) error { return nil }
+
+// Events implements Driver.
+func (d *WasmDriver) Events() <-chan TaskEvent { return d.events }
+
+// Running implements Driver.
+func (d *WasmDriver) Running() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Sorted(maps.Keys(d.tasks))
+}
+
+// Ensure implements Driver. A module that exits stays exited (stopped or
+// failed) until its launch changes or it is stopped.
+func (d *WasmDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
+	if a.Desired != api.DesiredRun {
+		_ = d.Stop(ctx, a.ID)
+		return api.JobStopped, ""
+	}
+	spec := specHash(api.RuntimeWasm, a)
+	d.mu.Lock()
+	t := d.tasks[a.ID]
+	d.mu.Unlock()
+	failures := 0
+	if t != nil && (t.spec != spec || d.retryDue(t)) {
+		if t.spec == spec {
+			failures = t.failures
+		}
+		_ = d.Stop(ctx, a.ID) // a promotion, a new launch or a retry: run it again
+		t = nil
+	}
+	if t == nil {
+		t = d.start(a, spec, failures)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return t.state, t.msg
+}
+
+func (d *WasmDriver) retryDue(t *wasmTask) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return t.retryable && !time.Now().Before(t.retryAt)
+}
+
+func (d *WasmDriver) start(a api.Assignment, spec string, failures int) *wasmTask {
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures}
+	d.mu.Lock()
+	d.tasks[a.ID] = t
+	d.mu.Unlock()
+	go func() {
+		defer close(t.done)
+		defer cancel()
+		state, msg := d.runSafely(ctx, a, t)
+		if ctx.Err() != nil {
+			state, msg = api.JobStopped, "" // stopped on purpose
+		}
+		d.set(a.ID, t, state, msg)
+	}()
+	return t
+}
+
+// runSafely turns a panic inside the runtime (a hostile module must not
+// take the worker down) into a failure.
+func (d *WasmDriver) runSafely(ctx context.Context, a api.Assignment, t *wasmTask) (state, msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.logger.Error("wasm runtime panicked", "assignment", a.ID, "panic", r)
+			state, msg = api.JobFailed, fmt.Sprintf("the wasm runtime failed: %v", r)
+		}
+	}()
+	return d.run(ctx, a, t)
+}
+
+// prepare fetches and unpacks the template and reads the module and its
+// variables.
+func (d *WasmDriver) prepare(ctx context.Context, a api.Assignment, dir string) ([]byte, []envVar, error) {
+	archive, digest, err := d.templates.get(ctx, a.Launch.Ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := materialize(archive, digest, dir, artifact.RuntimeWasm); err != nil {
+		return nil, nil, err
+	}
+	module, err := os.ReadFile(filepath.Join(dir, stackDir, "main.wasm"))
+	if err != nil {
+		return nil, nil, permanent(err)
+	}
+	params, ident, warnings, err := templateEnv(a)
+	if err != nil {
+		return nil, nil, permanent(err)
+	}
+	for _, w := range warnings {
+		d.logger.Warn("launch variable not passed", "assignment", a.ID, "warning", w)
+	}
+	return module, append(params, ident...), nil
+}
+
+// run prepares and runs the module until it exits or ctx ends.
+func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (string, string) {
+	dir := taskDir(d.root, a.ID)
+	stack := filepath.Join(dir, stackDir)
+	module, env, err := d.prepare(ctx, a, dir)
+	if err != nil {
+		retry := !isPermanent(err)
+		d.mu.Lock()
+		t.retryable = retry
+		t.failures++
+		t.retryAt = time.Now().Add(min(time.Second<<min(t.failures, 6), time.Minute))
+		d.mu.Unlock()
+		d.logger.Warn("deploy failed", "assignment", a.ID, "retry", retry, "err", err)
+		return api.JobFailed, lastLines([]byte("deploy failed: "+err.Error()), 20)
+	}
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).
+		WithMemoryLimitPages(d.memoryPages(a)).WithCompilationCache(d.cache)
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	defer func() { _ = r.Close(context.Background()) }()
+	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	compiled, err := r.CompileModule(ctx, module)
+	if err != nil {
+		return api.JobFailed, "compile main.wasm: " + err.Error()
+	}
+	stdout, stderr, err := openLogs(dir)
+	if err != nil {
+		return api.JobFailed, err.Error()
+	}
+	defer stdout.Close()
+	defer stderr.Close()
+	// argv is the program's name alone: Go's flag package, for one, needs
+	// an argv[0].
+	mc := wazero.NewModuleConfig().WithArgs("main.wasm").WithStdout(stdout).WithStderr(stderr).
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().WithRandSource(rand.Reader).
+		WithFSConfig(wazero.NewFSConfig().WithReadOnlyDirMount(stack, "/"))
+	for _, v := range env {
+		mc = mc.WithEnv(v.Name, v.Value)
+	}
+	d.set(a.ID, t, api.JobRunning, "")
+	_, err = r.InstantiateModule(ctx, compiled, mc)
+	return d.exitState(err, filepath.Join(dir, stderrLog))
+}
+
+// exitState reads how a module ended: 0 is stopped, anything else failed
+// with the last lines of its stderr.
+func (d *WasmDriver) exitState(err error, stderrPath string) (string, string) {
+	if err == nil {
+		return api.JobStopped, "main.wasm exited with code 0"
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		if exit.ExitCode() == 0 {
+			return api.JobStopped, "main.wasm exited with code 0"
+		}
+		return api.JobFailed, failureMessage("main.wasm", int(int32(exit.ExitCode())), tailFile(stderrPath, 10))
+	}
+	return api.JobFailed, lastLines([]byte("main.wasm failed: "+err.Error()+"\n"+tailFile(stderrPath, 10)), 12)
+}
+
+// set records a task's state and reports a change, unless the task was
+// replaced or removed meanwhile.
+func (d *WasmDriver) set(id string, t *wasmTask, state, msg string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t.state == state && t.msg == msg {
+		return
+	}
+	t.state, t.msg = state, msg
+	if d.tasks[id] != t {
+		return
+	}
+	select {
+	case d.events <- TaskEvent{ID: id, State: state, Message: msg}:
+	default:
+	}
+}
+
+// Stop implements Driver: the module's context is cancelled, which closes
+// it (WithCloseOnContextDone), and its directory removed.
+func (d *WasmDriver) Stop(ctx context.Context, id string) error {
+	d.mu.Lock()
+	t := d.tasks[id]
+	delete(d.tasks, id)
+	d.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	t.cancel()
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return os.RemoveAll(taskDir(d.root, id))
+}
+
+// StopAll implements Driver.
+func (d *WasmDriver) StopAll(ctx context.Context) error {
+	var errs []error
+	for _, id := range d.Running() {
+		errs = append(errs, d.Stop(ctx, id))
+	}
+	return errors.Join(errs...)
+}

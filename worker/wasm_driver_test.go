@@ -1,0 +1,121 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/poll"
+)
+
+func wasmLaunch(ref string, params map[string]string) api.Launch {
+	return api.Launch{Kind: api.LaunchProductTemplate, Ref: ref, Parameters: params,
+		Tags: map[string]string{"team": "live", "__stopDateTime": "2030-01-01T00:00:00Z"}}
+}
+
+// TestWasmDriver: main.wasm runs in-process with the launch's variables;
+// its exit code is reported, a stop cancels it, and a module that
+// allocates beyond the memory limit fails.
+func TestWasmDriver(t *testing.T) {
+	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
+	src := &fakeTemplates{}
+	ref := src.add("mod", tarball(t, map[string][]byte{"main.wasm": testModule(t), "conf/a.txt": []byte("x")}))
+	dataDir := t.TempDir()
+	d, err := NewDispatcher(context.Background(), RuntimeConfig{
+		NodeID: "w1", DataDir: dataDir, Runtimes: []string{api.RuntimeWasm}, Templates: src, WasmMemoryMiB: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.StopAll(context.Background()) })
+
+	t.Run("env and stop", func(t *testing.T) {
+		a := assignment("w1", "b1", "mod", wasmLaunch(ref, map[string]string{"GREETING": "a $b\nc"}), api.RuntimeWasm)
+		waitState(t, d, a, api.JobRunning, time.Minute)
+		waitLog(t, dataDir, a.ID, stdoutLog, envLine("GREETING", "a $b\nc"), envLine("AMSERVER_ROLE", "primary"),
+			envLine("AMSERVER_TAG_TEAM", "live"), envLine("AMSERVER_STOP_DATETIME", "2030-01-01T00:00:00Z"), "running")
+		a.Desired = api.DesiredStop
+		start := time.Now()
+		if state, _ := d.Ensure(context.Background(), a); state != api.JobStopped {
+			t.Fatalf("stop: %s", state)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("stopping took %s: the module ignored cancellation", took)
+		}
+		if len(d.Running()) != 0 {
+			t.Fatalf("still running: %v", d.Running())
+		}
+	})
+
+	t.Run("exit code", func(t *testing.T) {
+		params := map[string]string{"WORKLOAD_EXIT": "5", "WORKLOAD_STDERR": "about to fail"}
+		a := assignment("w1", "b2", "mod", wasmLaunch(ref, params), api.RuntimeWasm)
+		msg := waitState(t, d, a, api.JobFailed, time.Minute)
+		if !strings.Contains(msg, "exited with code 5") || !strings.Contains(msg, "about to fail") {
+			t.Fatalf("failure message %q", msg)
+		}
+		a.Launch.Parameters = map[string]string{"WORKLOAD_EXIT": "0"}
+		if msg := waitState(t, d, a, api.JobStopped, time.Minute); !strings.Contains(msg, "code 0") {
+			t.Fatalf("clean exit message %q", msg)
+		}
+	})
+
+	t.Run("memory limit", func(t *testing.T) {
+		a := assignment("w1", "b3", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_ALLOC_MIB": "128"}), api.RuntimeWasm)
+		msg := waitState(t, d, a, api.JobFailed, time.Minute)
+		if strings.Contains(logOf(dataDir, a.ID, stdoutLog), "allocated") {
+			t.Fatalf("the module allocated 128 MiB under a 64 MiB limit: %s", msg)
+		}
+		if !strings.Contains(logOf(dataDir, a.ID, stderrLog), "out of memory") {
+			t.Fatalf("the module failed, but not for lack of memory: %s", msg)
+		}
+	})
+
+	t.Run("a failed fetch is retried", func(t *testing.T) {
+		flaky := &flakySource{fakeTemplates: src}
+		d2, err := NewDispatcher(context.Background(), RuntimeConfig{
+			NodeID: "w2", DataDir: t.TempDir(), Runtimes: []string{api.RuntimeWasm}, Templates: flaky,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d2.StopAll(context.Background()) })
+		a := assignment("w2", "b4", "mod", wasmLaunch(ref, nil), api.RuntimeWasm)
+		if msg := waitState(t, d2, a, api.JobFailed, time.Minute); !strings.Contains(msg, "server unreachable") {
+			t.Fatalf("first attempt: %q", msg)
+		}
+		waitState(t, d2, a, api.JobRunning, time.Minute)
+	})
+
+	if n := src.fetches.Load(); n != 2 {
+		t.Fatalf("the archive was fetched %d times, want once per data directory", n)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dataDir, "wasm-cache"))
+	if len(entries) == 0 {
+		t.Fatal("no compiled module was cached")
+	}
+	poll.Eventually(t, 10*time.Second, "every module stopped", func() error {
+		_ = d.StopAll(context.Background())
+		return poll.Check(len(d.Running()) == 0, "running %v", d.Running())
+	})
+}
+
+// flakySource fails its first fetch, as a server out of reach would.
+type flakySource struct {
+	*fakeTemplates
+	failed atomic.Bool
+}
+
+func (f *flakySource) TemplateArchive(ctx context.Context, name, digest string) (io.ReadCloser, error) {
+	if !f.failed.Swap(true) {
+		return nil, errors.New("server unreachable")
+	}
+	return f.fakeTemplates.TemplateArchive(ctx, name, digest)
+}
