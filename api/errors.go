@@ -21,6 +21,10 @@ const (
 	CodeOutcomeUnknown   = "outcomeUnknown"
 	CodeInternal         = "internal"
 	CodeNotImplemented   = "notImplemented"
+	// CodeTooManyRequests (429): the server or this caller has too many
+	// expensive requests (lists, event replays, plans) in flight; retry
+	// after Retry-After.
+	CodeTooManyRequests = "tooManyRequests"
 )
 
 // Static validation finding codes (DESIGN §3.8).
@@ -101,6 +105,8 @@ func codeForStatus(status int) string {
 		return CodeValidationFailed
 	case http.StatusNotImplemented:
 		return CodeNotImplemented
+	case http.StatusTooManyRequests:
+		return CodeTooManyRequests
 	}
 	return CodeInternal
 }

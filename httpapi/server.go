@@ -67,6 +67,15 @@ type Config struct {
 	// ShutdownGrace is how long requests in flight get to finish once
 	// Serve's context ends (10 s when zero).
 	ShutdownGrace time.Duration
+	// MaxExpensive bounds the expensive requests (lists, event replays,
+	// plans, digests) this server works on at once, and
+	// MaxExpensivePerCaller those of one token (or, without one, one client
+	// address); 0 takes DefaultMaxExpensive and
+	// DefaultMaxExpensivePerCaller. A request waits up to QueueWait (5 s
+	// when zero) for a slot, then gets 429 tooManyRequests.
+	MaxExpensive          int
+	MaxExpensivePerCaller int
+	QueueWait             time.Duration
 }
 
 // Server is the HTTP API of one amserver server.
@@ -83,6 +92,8 @@ type Server struct {
 	metrics        *requestMetrics // nil without a Registerer
 	keepAlive      time.Duration
 	grace          time.Duration
+	limits         *limiter
+	shared         *sharedAnswers
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
@@ -119,11 +130,22 @@ func New(cfg Config) *Server {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = shutdownGrace
 	}
+	if cfg.MaxExpensive <= 0 {
+		cfg.MaxExpensive = DefaultMaxExpensive()
+	}
+	if cfg.MaxExpensivePerCaller <= 0 {
+		cfg.MaxExpensivePerCaller = min(DefaultMaxExpensivePerCaller(), cfg.MaxExpensive)
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = defaultQueueWait
+	}
 	s := &Server{
 		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
 		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
 		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
 		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive, grace: cfg.ShutdownGrace,
+		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
+		shared: newSharedAnswers(),
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
