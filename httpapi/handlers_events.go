@@ -62,7 +62,7 @@ func (s *Server) streamEvents(c echo.Context) error {
 		// A full page means more may follow at once: read on without
 		// waiting (replay); otherwise wait for a change.
 		if !batch.full {
-			if !s.awaitEvents(ctx, w, rc, keepAlive.C, cursor) {
+			if !s.awaitEvents(ctx, w, rc, keepAlive.C, batch.index) {
 				return nil
 			}
 		}
@@ -72,19 +72,22 @@ func (s *Server) streamEvents(c echo.Context) error {
 	}
 }
 
-// eventAnswer is one batch of encoded event lines; next is the cursor
-// after them, full says the page limit cut it.
+// eventAnswer is one batch of encoded event lines: next is the cursor
+// after them, full says the page limit cut it, index is the events
+// table's index it was read at.
 type eventAnswer struct {
 	answer
-	full bool
+	full  bool
+	index uint64
 }
 
-// awaitEvents waits until events may follow cursor, writing keep-alive
-// lines meanwhile; false when the stream should end.
-func (s *Server) awaitEvents(ctx context.Context, w *echo.Response, rc *http.ResponseController, tick <-chan time.Time, cursor uint64) bool {
+// awaitEvents waits until the events table moves past index (new events,
+// or old ones pruned), writing keep-alive lines meanwhile; false when the
+// stream should end.
+func (s *Server) awaitEvents(ctx context.Context, w *echo.Response, rc *http.ResponseController, tick <-chan time.Time, index uint64) bool {
 	for {
 		watch := s.b.WatchCh()
-		if s.b.State().Index(tableEvents) > cursor {
+		if s.b.State().Index(tableEvents) != index {
 			return true
 		}
 		select {
@@ -125,7 +128,7 @@ func (s *Server) eventBatch(c echo.Context, cursor uint64, replaying, patient bo
 	}
 	next, _ := strconv.ParseUint(a.next, 10, 64)
 	full := a.next != "" && len(st.EventsPage(next, 1)) > 0
-	return eventAnswer{answer: a, full: full}, nil
+	return eventAnswer{answer: a, full: full, index: st.Index(tableEvents)}, nil
 }
 
 // encodeEvents encodes the page of events after cursor as NDJSON lines;

@@ -23,10 +23,10 @@ import (
 // whole walk exactly once, whatever is written meanwhile.
 
 const (
-	// maxScan bounds the entries one page examines: a filter that matches
-	// little answers a short (even empty) page with a token to go on,
-	// instead of reading a hundred thousand bundles in one request.
-	maxScan = 10_000
+	// defaultMaxScan bounds the entries one page examines: a filter that
+	// matches little answers a short (even empty) page with a token to go
+	// on, instead of reading a hundred thousand bundles in one request.
+	defaultMaxScan = 10_000
 	// maxPrefixLen bounds ?prefix= (ids are at most 63 bytes).
 	maxPrefixLen = 256
 	// tokenVersion starts every token, so the format can change.
@@ -73,6 +73,7 @@ func wholeObjects[T any](full func(*T) any) renderer[T] {
 // listParams are a list request's paging, narrowing and form.
 type listParams struct {
 	perPage int
+	maxScan int
 	after   string
 	prefix  string
 	full    bool
@@ -86,6 +87,7 @@ func serveList[T any](s *Server, l listing[T]) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		p.maxScan = s.maxScan
 		keep := func(*T) bool { return true }
 		if l.narrow != nil {
 			if keep, err = l.narrow(c); err != nil {
@@ -100,13 +102,13 @@ func serveList[T any](s *Server, l listing[T]) echo.HandlerFunc {
 }
 
 // page builds one page: up to perPage entries after the token that pass
-// the narrowing and the filter, examining at most maxScan rows. The next
+// the narrowing and the filter, examining at most p.maxScan rows. The next
 // page starts after the last row examined, served or skipped.
 func (l listing[T]) page(ctx context.Context, st *fsm.State, p listParams, keep func(*T) bool, r renderer[T]) (pageResult, error) {
 	items := make([]any, 0, min(p.perPage, 128))
 	last, scanned, more := "", 0, false
 	for row := range l.scan(st, p.after, p.prefix) {
-		if len(items) == p.perPage || scanned == maxScan {
+		if len(items) == p.perPage || scanned == p.maxScan {
 			more = true // a row follows
 			break
 		}

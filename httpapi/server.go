@@ -94,6 +94,7 @@ type Server struct {
 	grace          time.Duration
 	limits         *limiter
 	shared         *sharedAnswers
+	maxScan        int // rows a list page examines at most (list.go)
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
@@ -145,7 +146,7 @@ func New(cfg Config) *Server {
 		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
 		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive, grace: cfg.ShutdownGrace,
 		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
-		shared: newSharedAnswers(),
+		shared: newSharedAnswers(), maxScan: defaultMaxScan,
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
