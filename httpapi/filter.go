@@ -62,7 +62,7 @@ type listFilter struct {
 // 400 with CEL's own words.
 func compileFilter(name, expr string) (*listFilter, error) {
 	if len(expr) > maxFilterLen {
-		return nil, badRequest("filter is %d bytes, at most %d allowed", len(expr), maxFilterLen)
+		return nil, badRequest("query parameter filter is %d bytes, at most %d allowed", len(expr), maxFilterLen)
 	}
 	env, err := filterEnv(name)
 	if err != nil {
@@ -70,17 +70,17 @@ func compileFilter(name, expr string) (*listFilter, error) {
 	}
 	a, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, badRequest("filter does not compile: %v", iss.Err())
+		return nil, badRequest("query parameter filter=%q does not compile: %v", expr, iss.Err())
 	}
 	// Fields of the entry are dyn, so `node.cordoned` is a dyn that proves
 	// bool only when it runs; anything surely not a bool is refused now.
 	if t := a.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-		return nil, badRequest("filter must return a bool, it returns %s", t)
+		return nil, badRequest("query parameter filter=%q must return a bool, it returns %s", expr, t)
 	}
 	prg, err := env.Program(a, cel.CostLimit(filterCostLimit), cel.InterruptCheckFrequency(filterInterrupt),
 		cel.EvalOptions(cel.OptOptimize))
 	if err != nil {
-		return nil, badRequest("filter does not compile: %v", err)
+		return nil, badRequest("query parameter filter=%q does not compile: %v", expr, err)
 	}
 	return &listFilter{name: name, prg: prg}, nil
 }
