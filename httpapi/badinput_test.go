@@ -23,10 +23,10 @@ func (exprChecker) Check(expr string) error {
 }
 
 // badInputEnv seeds a cluster with something of every kind to collide with.
-func badInputEnv(t *testing.T) *env {
+func badInputEnv(t *testing.T, cfg ...func(*Config)) *env {
 	t.Helper()
 	b := newTestBackend("s1")
-	e := newEnv(t, b, func(c *Config) { c.Exprs = exprChecker{} })
+	e := newEnv(t, b, append([]func(*Config){func(c *Config) { c.Exprs = exprChecker{} }}, cfg...)...)
 	b.setLeader(e.hs.URL)
 	seedCluster(t, b)
 	placeBundle(t, b, "b1")
