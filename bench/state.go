@@ -19,7 +19,8 @@ import (
 // placed bundles (quick: 10,000). The state is built by applying Raft log
 // entries to an FSM exactly as every replica does (creates, then plans of
 // 256 bundles), so memory is one server's; then a Raft snapshot of it is
-// saved to disk and restored into a fresh FSM.
+// saved to disk and restored into a fresh FSM; then the HTTP API serves it
+// and its bundle list is walked page by page (state_lists.go).
 
 func init() { Suites["state"] = runState }
 
@@ -49,9 +50,14 @@ func measureState(ctx context.Context, o Options) ([]Result, error) {
 	out := append(load.results(bundles), memoryResults(bundles, base, loaded, peak)...)
 	snap, err := measureSnapshot(d.fsm, filepath.Join(o.Dir, "state"), bundles)
 	out = append(out, snap...)
-	runtime.KeepAlive(d)
 	if err != nil {
 		return out, fmt.Errorf("state: %w", err)
+	}
+	lists, err := measureLists(ctx, d.fsm, bundles)
+	out = append(out, lists...)
+	runtime.KeepAlive(d)
+	if err != nil {
+		return out, fmt.Errorf("state: lists: %w", err)
 	}
 	return out, nil
 }

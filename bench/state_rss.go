@@ -60,3 +60,9 @@ func stateProcessCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// currentRSS is the process's resident set now (VmRSS), 0 if unknown.
+func currentRSS() uint64 {
+	kb, _ := procStatus("VmRSS:")
+	return kb << 10
+}

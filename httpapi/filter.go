@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -89,11 +89,7 @@ func compileFilter(name, expr string) (*listFilter, error) {
 // fails on (a missing field or key) does not match; a result that is not a
 // bool, or an evaluation over the cost limit, fails the request.
 func (f *listFilter) match(ctx context.Context, v any) (bool, error) {
-	obj, err := jsonForm(v)
-	if err != nil {
-		return false, err
-	}
-	out, _, err := f.prg.ContextEval(ctx, map[string]any{f.name: obj})
+	out, _, err := f.prg.ContextEval(ctx, map[string]any{f.name: celValue(reflect.ValueOf(v))})
 	switch {
 	case ctx.Err() != nil:
 		return false, ctx.Err()
@@ -112,17 +108,4 @@ func (f *listFilter) match(ctx context.Context, v any) (bool, error) {
 func isCostError(err error) bool {
 	var ce interpreter.EvalCancelledError
 	return errors.As(err, &ce) && ce.Cause == interpreter.CostLimitExceeded
-}
-
-// jsonForm is v as the API sends it, decoded into maps and lists.
-func jsonForm(v any) (map[string]any, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("filter: encode entry: %w", err)
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("filter: decode entry: %w", err)
-	}
-	return out, nil
 }
