@@ -45,19 +45,21 @@ func measureState(ctx context.Context, o Options) ([]Result, error) {
 		return nil, fmt.Errorf("state: load: %w", err)
 	}
 	peak := peakRSS()
-	loaded := settledMemory()
 	progressf(o, "state: %d bundles loaded", bundles)
+	// The lists are served by the process as it is after loading, as a
+	// server that has applied its log would serve them.
+	lists, listErr := measureLists(ctx, d.fsm, bundles)
+	loaded := settledMemory()
 	out := append(load.results(bundles), memoryResults(bundles, base, loaded, peak)...)
+	out = append(out, lists...)
+	if listErr != nil {
+		return out, fmt.Errorf("state: lists: %w", listErr)
+	}
 	snap, err := measureSnapshot(d.fsm, filepath.Join(o.Dir, "state"), bundles)
 	out = append(out, snap...)
-	if err != nil {
-		return out, fmt.Errorf("state: %w", err)
-	}
-	lists, err := measureLists(ctx, d.fsm, bundles)
-	out = append(out, lists...)
 	runtime.KeepAlive(d)
 	if err != nil {
-		return out, fmt.Errorf("state: lists: %w", err)
+		return out, fmt.Errorf("state: %w", err)
 	}
 	return out, nil
 }

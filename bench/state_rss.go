@@ -32,8 +32,15 @@ func resetPeakRSS() {
 }
 
 // procStatus reads one kB field of /proc/self/status.
-func procStatus(field string) (uint64, bool) {
-	f, err := os.Open("/proc/self/status")
+func procStatus(field string) (uint64, bool) { return procStatusFile("/proc/self/status", field) }
+
+// procStatusOf reads one kB field of another process's status.
+func procStatusOf(pid int, field string) (uint64, bool) {
+	return procStatusFile("/proc/"+strconv.Itoa(pid)+"/status", field)
+}
+
+func procStatusFile(path, field string) (uint64, bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
 	}
