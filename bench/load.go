@@ -207,7 +207,7 @@ func loadResults(o LoadOptions, idle, loaded *phase) []Result {
 		{Suite: "load", Name: name("leader RSS over idle"), Value: mib(rise), Unit: "MiB", Target: "<= 256 MiB",
 			Met: Met(rise <= loadRSSGoal), Note: fmt.Sprintf("idle %.0f MiB, peak %.0f MiB under load", mib(idle.rss), mib(loaded.peak))},
 		{Suite: "load", Name: name("/v1/health p99 at the leader"), Value: ms(loaded.health.q(0.99)), Unit: "ms", Target: "<= 100 ms",
-			Met: Met(loaded.health.q(0.99) <= loadHealthGoal && loaded.health.failed == 0),
+			Met:  Met(loaded.health.q(0.99) <= loadHealthGoal && loaded.health.failed == 0),
 			Note: fmt.Sprintf("every 50 ms; idle p99 %.1f ms; %d failed", ms(idle.health.q(0.99)), loaded.health.failed)},
 		{Suite: "load", Name: name("write p99 under load / idle"), Value: ratio, Unit: "ratio", Target: "<= 2x",
 			Met: Met(ratio <= loadWriteRatio),
