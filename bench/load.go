@@ -30,7 +30,9 @@ type LoadOptions struct {
 	WriteRate    int // creates per second, in both phases
 	Idle, Load   time.Duration
 	TimeoutScale float64
-	Progress     func(format string, args ...any)
+	// ServerArgs are more flags for every server (--http-max-expensive 1).
+	ServerArgs []string
+	Progress   func(format string, args ...any)
 }
 
 // Goals of the load test.
@@ -46,7 +48,7 @@ func RunLoad(ctx context.Context, o LoadOptions) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale)
+	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale, o.ServerArgs)
 	if c != nil {
 		defer c.stop()
 	}
@@ -123,11 +125,12 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 }
 
 // sampleLeader samples the leader's RSS twice a second and counts the
-// times the first server names another leader.
+// times the first server names a new leader.
 func sampleLeader(ctx context.Context, c *loadCluster, leader *loadServer, changes *atomic.Int64) []uint64 {
 	var out []uint64
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	current := leader
 	for {
 		select {
 		case <-ctx.Done():
@@ -135,8 +138,9 @@ func sampleLeader(ctx context.Context, c *loadCluster, leader *loadServer, chang
 		case <-tick.C:
 		}
 		out = append(out, leader.rss())
-		if l, err := c.leader(ctx); err == nil && l != leader {
+		if l, err := c.leader(ctx); err == nil && l != current {
 			changes.Add(1)
+			current = l
 		}
 	}
 }

@@ -65,7 +65,7 @@ func freePorts(n int) ([]int, error) {
 
 // startLoadCluster starts n servers with ACLs on: a management token and
 // readTokens read tokens, and logs under dir.
-func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, timeoutScale float64) (*loadCluster, error) {
+func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, timeoutScale float64, extra []string) (*loadCluster, error) {
 	c := &loadCluster{mgmt: "load-management-secret-0001"}
 	for i := range readTokens {
 		c.read = append(c.read, fmt.Sprintf("load-read-secret-%04d", i))
@@ -84,6 +84,7 @@ func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, t
 		for _, r := range c.read {
 			args = append(args, "--acl-token", "read:"+r)
 		}
+		args = append(args, extra...)
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Env = append(os.Environ(), "AMSERVER_ACL_MANAGEMENT_TOKEN="+c.mgmt)
 		logf, err := os.Create(filepath.Join(dir, id+".log"))

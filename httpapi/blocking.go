@@ -110,8 +110,16 @@ func (s *Server) read(c echo.Context, expensive bool, fn readFunc, tables ...str
 }
 
 // answerRead builds (or shares) the answer from st and sends it. Requests
-// for the same thing at the same index share one encoding (shared.go).
+// for the same thing at the same index share one encoding (shared.go); an
+// expensive one holds a slot (limit.go) while it builds and sends it.
 func (s *Server) answerRead(c echo.Context, st *fsm.State, fn readFunc, index uint64, expensive bool, tables []string) error {
+	if expensive {
+		return s.limited(c, func() error { return s.sendRead(c, st, fn, index, tables) })
+	}
+	return s.sendRead(c, st, fn, index, tables)
+}
+
+func (s *Server) sendRead(c echo.Context, st *fsm.State, fn readFunc, index uint64, tables []string) error {
 	ctx := c.Request().Context()
 	build := func() (answer, error) {
 		if err := ctx.Err(); err != nil {
@@ -123,18 +131,7 @@ func (s *Server) answerRead(c echo.Context, st *fsm.State, fn readFunc, index ui
 		}
 		return encodeAnswer(v)
 	}
-	compute := build
-	if expensive {
-		compute = func() (answer, error) {
-			release, err := s.limits.acquire(ctx, caller(c), false)
-			if err != nil {
-				return answer{}, err
-			}
-			defer release()
-			return build()
-		}
-	}
-	ans, err := s.shared.get(ctx, shareKey(c), st.Index(tables...), compute)
+	ans, err := s.shared.get(ctx, shareKey(c), st.Index(tables...), build)
 	if err != nil {
 		return err
 	}

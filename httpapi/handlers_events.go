@@ -21,11 +21,12 @@ const eventPage = 256
 // streamEvents streams events as NDJSON until the client goes away or the
 // server stops. Without ?index it starts at the current index (only new
 // events); with ?index=N it first replays the events after N, a page at a
-// time, each page taking one of the expensive-request slots (replaying the
-// whole log for every one of 2,000 streams cost the leader its
-// elections). Streams at the same position share one encoding of what
-// follows it, so a write does not cost one encoding per stream. A page
-// never splits the events of one raft entry.
+// time (replaying the whole log at once for each of 2,000 streams cost the
+// leader its elections). Every batch a stream sends, replayed or new,
+// holds one of the expensive-request slots while it is read and sent, so a
+// write that wakes thousands of streams wakes them a few at a time. Streams
+// at the same position share one encoding of what follows it. A page never
+// splits the events of one raft entry.
 func (s *Server) streamEvents(c echo.Context) error {
 	cursor, replay, err := uintParam(c, "index")
 	if err != nil {
@@ -35,9 +36,9 @@ func (s *Server) streamEvents(c echo.Context) error {
 		cursor = s.b.State().Index(tableEvents)
 	}
 	ctx := c.Request().Context()
-	// The first page is claimed before answering, so a busy server can
+	// The first slot is claimed before answering, so a busy server can
 	// still say 429 instead of a stream that stalls.
-	first, err := s.eventBatch(c, cursor, replay, false)
+	release, err := s.limits.acquire(ctx, caller(c), false)
 	if err != nil {
 		return err
 	}
@@ -50,35 +51,55 @@ func (s *Server) streamEvents(c echo.Context) error {
 	rc := http.NewResponseController(w)
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
-	batch := first
 	for {
-		if len(batch.body) > 0 {
-			if _, err := w.Write(batch.body); err != nil {
-				return nil // the client went away; nothing is left to tell it
-			}
-			cursor, _ = strconv.ParseUint(batch.next, 10, 64)
+		batch, err := s.sendEvents(c, rc, cursor)
+		release()
+		if err != nil {
+			return nil // the client went away (or stopped reading); nothing is left to tell it
 		}
-		_ = rc.Flush()
+		cursor = batch.next
 		// A full page means more may follow at once: read on without
 		// waiting (replay); otherwise wait for a change.
-		if !batch.full {
-			if !s.awaitEvents(ctx, w, rc, keepAlive.C, batch.index) {
-				return nil
-			}
+		if !batch.full && !s.awaitEvents(ctx, w, rc, keepAlive.C, batch.index) {
+			return nil
 		}
-		if batch, err = s.eventBatch(c, cursor, batch.full, true); err != nil {
+		if release, err = s.limits.acquire(ctx, caller(c), true); err != nil {
 			return nil // the client left, or the server stops
 		}
 	}
 }
 
-// eventAnswer is one batch of encoded event lines: next is the cursor
-// after them, full says the page limit cut it, index is the events
-// table's index it was read at.
-type eventAnswer struct {
-	answer
+// eventBatch is what one read of the log sent: next is the cursor after
+// it, full says the page limit cut it, index is the events table's index
+// it was read at.
+type eventBatch struct {
+	next  uint64
 	full  bool
 	index uint64
+}
+
+// sendEvents sends the page after cursor (shared with every stream at the
+// same position), each write bounded by writeTimeout.
+func (s *Server) sendEvents(c echo.Context, rc *http.ResponseController, cursor uint64) (eventBatch, error) {
+	st := s.b.State()
+	index := st.Index(tableEvents)
+	key := "events after " + strconv.FormatUint(cursor, 10)
+	a, err := s.shared.get(c.Request().Context(), key, index, func() (answer, error) { return encodeEvents(st, cursor) })
+	if err != nil {
+		return eventBatch{}, err
+	}
+	next, _ := strconv.ParseUint(a.next, 10, 64)
+	if len(a.body) > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := c.Response().Write(a.body); err != nil {
+			return eventBatch{}, err
+		}
+	}
+	if err := rc.Flush(); err != nil {
+		return eventBatch{}, err
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return eventBatch{next: next, full: len(st.EventsPage(next, 1)) > 0, index: index}, nil
 }
 
 // awaitEvents waits until the events table moves past index (new events,
@@ -93,42 +114,18 @@ func (s *Server) awaitEvents(ctx context.Context, w *echo.Response, rc *http.Res
 		select {
 		case <-watch:
 		case <-tick:
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if _, err := w.Write([]byte("\n")); err != nil {
 				return false
 			}
 			_ = rc.Flush()
+			_ = rc.SetWriteDeadline(time.Time{})
 		case <-ctx.Done():
 			return false
 		case <-s.stopping:
 			return false
 		}
 	}
-}
-
-// eventBatch reads and encodes the page after cursor, shared with every
-// stream at the same position. A replaying stream takes a slot for it
-// (patient once its answer is under way: it waits rather than fail).
-func (s *Server) eventBatch(c echo.Context, cursor uint64, replaying, patient bool) (eventAnswer, error) {
-	st := s.b.State()
-	compute := func() (answer, error) { return encodeEvents(st, cursor) }
-	if replaying && st.Index(tableEvents) > cursor {
-		compute = func() (answer, error) {
-			release, err := s.limits.acquire(c.Request().Context(), caller(c), patient)
-			if err != nil {
-				return answer{}, err
-			}
-			defer release()
-			return encodeEvents(st, cursor)
-		}
-	}
-	key := "events after " + strconv.FormatUint(cursor, 10)
-	a, err := s.shared.get(c.Request().Context(), key, st.Index(tableEvents), compute)
-	if err != nil {
-		return eventAnswer{}, err
-	}
-	next, _ := strconv.ParseUint(a.next, 10, 64)
-	full := a.next != "" && len(st.EventsPage(next, 1)) > 0
-	return eventAnswer{answer: a, full: full, index: st.Index(tableEvents)}, nil
 }
 
 // encodeEvents encodes the page of events after cursor as NDJSON lines;

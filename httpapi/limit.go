@@ -15,13 +15,15 @@ import (
 	"github.com/amserver/amserver/fsm"
 )
 
-// Expensive requests (lists, event replays, dry-run plans, digests) are
-// bounded per server and per caller, so that no token holder can starve the
-// cluster: each in-flight one holds a page of objects and a core, and
-// unbounded, 200 concurrent lists took a follower from 200 MB to 5 GB and
-// made the leader miss heartbeats. Health, status, reads by id and writes
-// are not limited. A request waits up to the queue wait for a slot, then
-// gets 429 tooManyRequests with Retry-After.
+// Expensive requests (lists, event streams' batches, dry-run plans,
+// digests) are bounded per server and per caller, so that no token holder
+// can starve the cluster: each in-flight one holds a page of objects and a
+// core, and unbounded, 200 concurrent lists took a follower from 200 MB to
+// 5 GB and made the leader miss heartbeats. A slot covers building the
+// answer and sending it (a shared answer costs little to build but as much
+// to send). Health, status, reads by id and writes are not limited, nor is
+// a blocking query while it waits. A request waits up to the queue wait
+// for a slot, then gets 429 tooManyRequests with Retry-After.
 
 // Limit defaults; Config overrides them.
 const (
@@ -31,12 +33,19 @@ const (
 	maxWaiting = 4096
 )
 
-// DefaultMaxExpensive is the per-server bound: a few per core, so a burst
-// keeps the cores busy without the heap holding more than a few pages each.
-func DefaultMaxExpensive() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+// DefaultMaxExpensive is the per-server bound: one per core (at least 2).
+// A slot is held while the answer is built and sent, so expensive work
+// never has more goroutines runnable than there are cores: Raft's
+// heartbeats and the writes keep their turn on the scheduler. With more,
+// 2,000 clients kept the leader's run queue long enough to cost elections.
+func DefaultMaxExpensive() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // DefaultMaxExpensivePerCaller leaves most slots to other callers.
-func DefaultMaxExpensivePerCaller() int { return max(2, DefaultMaxExpensive()/4) }
+func DefaultMaxExpensivePerCaller() int { return max(1, DefaultMaxExpensive()/4) }
+
+// writeTimeout bounds each write of an expensive answer: a slot is held
+// while it is sent, and a client that stops reading must not keep it.
+const writeTimeout = 10 * time.Second
 
 // limiter hands out slots for expensive work.
 type limiter struct {
@@ -160,13 +169,17 @@ func clientIP(req *http.Request) string {
 	return host
 }
 
-// limited runs fn holding a slot for c's caller.
+// limited runs fn holding a slot for c's caller, with each write of its
+// answer bounded by writeTimeout.
 func (s *Server) limited(c echo.Context, fn func() error) error {
 	release, err := s.limits.acquire(c.Request().Context(), caller(c), false)
 	if err != nil {
 		return err
 	}
 	defer release()
+	rc := http.NewResponseController(c.Response())
+	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	return fn()
 }
 

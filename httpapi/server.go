@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -95,6 +96,8 @@ type Server struct {
 	limits         *limiter
 	shared         *sharedAnswers
 	maxScan        int // rows a list page examines at most (list.go)
+	peers          atomic.Pointer[peerSample]
+	peersBusy      atomic.Bool
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.

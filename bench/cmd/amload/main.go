@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ func main() {
 	flag.DurationVar(&o.Idle, "idle", o.Idle, "how long writes run alone first")
 	flag.DurationVar(&o.Load, "load", o.Load, "how long the read load runs")
 	flag.Float64Var(&o.TimeoutScale, "timeout-scale", o.TimeoutScale, "the servers' --timeout-scale")
+	serverArgs := flag.String("server-args", "", "more flags for every server, space-separated (\"--http-max-expensive 1\")")
 	root := flag.String("root", "..", "the repository root (its cmd/amserver is built)")
 	keep := flag.Bool("keep", false, "keep the scratch directory (binary, data, server logs)")
 	flag.Parse()
@@ -48,6 +50,7 @@ func main() {
 		fail(err)
 	}
 	o.Root = abs
+	o.ServerArgs = strings.Fields(*serverArgs)
 	dir, cleanup, err := bench.LoadScratch()
 	if err != nil {
 		fail(err)
