@@ -112,37 +112,7 @@ func New(cfg Config) *Server {
 	if cfg.Backend == nil {
 		panic("httpapi: Config.Backend is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.BodyLimit == "" {
-		cfg.BodyLimit = DefaultBodyLimit
-	}
-	if cfg.SnapshotBodyLimit == "" {
-		cfg.SnapshotBodyLimit = DefaultSnapshotBodyLimit
-	}
-	if cfg.ForwardClient == nil {
-		cfg.ForwardClient = &http.Client{
-			Transport: forwardTransport(cfg.ForwardTLS),
-			// A redirect from the leader is the client's business, not ours.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-	}
-	if cfg.KeepAlive <= 0 {
-		cfg.KeepAlive = DefaultKeepAlive
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = shutdownGrace
-	}
-	if cfg.MaxExpensive <= 0 {
-		cfg.MaxExpensive = DefaultMaxExpensive()
-	}
-	if cfg.MaxExpensivePerCaller <= 0 {
-		cfg.MaxExpensivePerCaller = min(DefaultMaxExpensivePerCaller(), cfg.MaxExpensive)
-	}
-	if cfg.QueueWait <= 0 {
-		cfg.QueueWait = defaultQueueWait
-	}
+	cfg.defaults()
 	s := &Server{
 		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
 		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
@@ -174,6 +144,41 @@ func New(cfg Config) *Server {
 		s.uiRoutes(cfg.UI)
 	}
 	return s
+}
+
+// defaults fills what the configuration leaves unset.
+func (cfg *Config) defaults() {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BodyLimit == "" {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.SnapshotBodyLimit == "" {
+		cfg.SnapshotBodyLimit = DefaultSnapshotBodyLimit
+	}
+	if cfg.ForwardClient == nil {
+		cfg.ForwardClient = &http.Client{
+			Transport: forwardTransport(cfg.ForwardTLS),
+			// A redirect from the leader is the client's business, not ours.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = shutdownGrace
+	}
+	if cfg.MaxExpensive <= 0 {
+		cfg.MaxExpensive = DefaultMaxExpensive()
+	}
+	if cfg.MaxExpensivePerCaller <= 0 {
+		cfg.MaxExpensivePerCaller = min(DefaultMaxExpensivePerCaller(), cfg.MaxExpensive)
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = defaultQueueWait
+	}
 }
 
 // forwardTransport keeps a connection to the leader for every concurrent
