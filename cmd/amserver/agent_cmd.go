@@ -123,8 +123,8 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 func (f *agentFlags) registerServerTuning(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
-	fl.IntVar(&f.maxExpensive, "http-max-expensive", 0, "server: expensive API requests (lists, event replays, plans) worked on at once; more wait up to 5s, then get 429 (0: 2 per core, at least 4)")
-	fl.IntVar(&f.maxExpensiveCaller, "http-max-expensive-per-caller", 0, "server: of those, how many one token (or, without one, one client address) may have (0: a quarter, at least 2)")
+	fl.IntVar(&f.maxExpensive, "http-max-expensive", 0, "server: expensive API requests (lists, event replays, plans) built and sent at once; more wait up to 5s, then get 429 (0: one per core, at least 2)")
+	fl.IntVar(&f.maxExpensiveCaller, "http-max-expensive-per-caller", 0, "server: of those, how many one token (or, without one, one client address) may have (0: a quarter of them, at least 1)")
 }
 
 func newLogger(level string) *slog.Logger {
