@@ -8,12 +8,14 @@ import (
 	"github.com/amserver/amserver/api"
 )
 
-// search empties a list's search box, types text into it and runs it
-// (Enter), as a user does.
+// search puts text in a list's search box and runs it with Enter, as a
+// user does once done typing. The text is set whole, not typed key by key,
+// so no half-typed expression runs first (the box runs what is typed after
+// 300 ms of quiet) and the timing covers exactly one query.
 func (b *browser) search(t *testing.T, sel, text string) {
 	t.Helper()
-	eval[bool](t, b, `(() => { const el = document.querySelector(`+jsString(sel)+`); el.value = ''; el.focus(); return true; })()`)
-	b.do(t, "search "+text, chromedp.SendKeys(chromedp.CSS(sel), text+"\r"))
+	eval[bool](t, b, `(() => { const el = document.querySelector(`+jsString(sel)+`); el.value = `+jsString(text)+`; el.focus(); return true; })()`)
+	b.do(t, "search "+text, chromedp.SendKeys(chromedp.CSS(sel), "\r"))
 }
 
 // browserBundles: the bundles list shows the placed bundle (it appeared
