@@ -8,7 +8,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 50000x
 
 .PHONY: all build run test race unit vet fmt lint ui-test sim selftest fuzz fuzz-long fuzz-save \
-	bench bench-quick bench-core bench-vet bench-sched measure-failover image cluster cluster-down \
+	bench bench-quick bench-core bench-vet bench-sched loadtest loadtest-smoke measure-failover image cluster cluster-down \
 	e2e jepsen e2e-plant clean
 
 all: build
@@ -101,6 +101,19 @@ bench:
 
 bench-quick:
 	cd bench && $(GO) run ./cmd/ambench -suite $(SUITE) -quick
+
+# The load test (bench/cmd/amload): three server processes holding 100,000
+# bundles, 2,000 read-token clients (lists, event streams from index 0,
+# blocking queries woken by writes) beside a steady write load; prints
+# elections, the leader's RSS over idle, /v1/health p99 and write p99
+# against idle with their goals. A benchmark, not a test: a few minutes.
+# loadtest-smoke is the same in seconds, with small numbers.
+LOADTEST_ARGS ?=
+loadtest:
+	cd bench && $(GO) run ./cmd/amload $(LOADTEST_ARGS)
+
+loadtest-smoke:
+	cd bench && $(GO) run ./cmd/amload -short $(LOADTEST_ARGS)
 
 # The bench module is outside the root module's go vet and tests: vet it
 # and run its unit tests (report arithmetic) here.

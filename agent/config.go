@@ -62,6 +62,11 @@ type Config struct {
 	// EventKeepAlive spaces the keep-alive lines of idle /v1/events
 	// streams (httpapi's 15 s when zero).
 	EventKeepAlive time.Duration
+	// MaxExpensive and MaxExpensivePerCaller bound the expensive API
+	// requests (lists, event replays, plans) the server works on at once,
+	// in all and per token or client address (httpapi's defaults when 0).
+	MaxExpensive          int
+	MaxExpensivePerCaller int
 	// QuorumSize is the voter count dead-server cleanup never goes below;
 	// defaults to BootstrapExpect (or 1).
 	QuorumSize int

@@ -86,6 +86,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 		Metrics: m.handler(), Registerer: m.reg, KeepAlive: cfg.EventKeepAlive,
 		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(), ForwardClient: deps.HTTPClient,
 		ShutdownGrace: httpShutdownGrace,
+		MaxExpensive:  cfg.MaxExpensive, MaxExpensivePerCaller: cfg.MaxExpensivePerCaller,
 	})
 	return s, nil
 }

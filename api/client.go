@@ -26,6 +26,8 @@ const (
 	// HeaderForwardedTo names the server a follower meant to reach; any
 	// other server that receives the request refuses it.
 	HeaderForwardedTo = "X-Amserver-Forwarded-To"
+	// HeaderNextToken names the next page of a list; absent on the last.
+	HeaderNextToken = "X-Amserver-NextToken"
 )
 
 // DefaultMaxRetries bounds the retries of an idempotent request answered
@@ -206,10 +208,16 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 			return resp, nil
 		}
 		apiErr := readError(resp)
-		if !r.idempotent || r.stream != nil || apiErr.Code != CodeNoLeader || attempt >= c.maxRetries {
+		if !r.idempotent || r.stream != nil || !retryable(apiErr) || attempt >= c.maxRetries {
 			return nil, apiErr
 		}
 		wait := min(retryAfter(resp.Header), retryDelay(attempt))
+		if apiErr.Code == CodeTooManyRequests {
+			// A busy server asked for a pause: honour it (jittered, so the
+			// clients it turned away together come back spread out).
+			wait = retryAfter(resp.Header)
+			wait += rand.N(wait/2 + 1)
+		}
 		if !sleepCtx(ctx, wait) {
 			return nil, apiErr
 		}
@@ -262,6 +270,11 @@ func readError(resp *http.Response) *Error {
 		code = CodeNoLeader
 	}
 	return &Error{Status: resp.StatusCode, Code: code, Message: strings.TrimSpace(string(raw))}
+}
+
+// retryable: nothing was done, and the server says when to try again.
+func retryable(e *Error) bool {
+	return e.Code == CodeNoLeader || e.Code == CodeTooManyRequests
 }
 
 // retryDelay is the pause before retry attempt+1 after a noLeader answer:

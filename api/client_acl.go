@@ -14,11 +14,9 @@ func (c *Client) CreateACLToken(ctx context.Context, in ACLTokenRequest) (*ACLTo
 	return &out, nil
 }
 
-// ACLTokens lists every token (management only).
+// ACLTokens lists every token (management only), walking all pages.
 func (c *Client) ACLTokens(ctx context.Context, q *QueryOptions) ([]ACLToken, QueryMeta, error) {
-	var out []ACLToken
-	meta, err := c.query(ctx, "/v1/acl/tokens", nil, q, &out)
-	return out, meta, err
+	return collect[ACLToken](ctx, c, "/v1/acl/tokens", nil, q)
 }
 
 // ACLToken reads one token by accessor id.

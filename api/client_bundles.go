@@ -48,18 +48,11 @@ func (c *Client) PlanBundle(ctx context.Context, spec BundleSpec) (*PlanResponse
 	return &out, nil
 }
 
-// Bundles lists bundles, optionally filtered by pool and state.
+// Bundles lists every bundle, whole, optionally narrowed by pool and
+// state: it walks all pages (see ListBundles for summaries, page by page).
+// The meta is the first page's.
 func (c *Client) Bundles(ctx context.Context, f BundleFilter, q *QueryOptions) ([]Bundle, QueryMeta, error) {
-	params := url.Values{}
-	if f.Pool != "" {
-		params.Set("pool", f.Pool)
-	}
-	if f.State != "" {
-		params.Set("state", f.State)
-	}
-	var out []Bundle
-	meta, err := c.query(ctx, "/v1/bundles", params, q, &out)
-	return out, meta, err
+	return collect[Bundle](ctx, c, "/v1/bundles", bundleParams(f, true), q)
 }
 
 // Bundle returns one bundle.

@@ -7,11 +7,9 @@ import (
 	"net/url"
 )
 
-// Pools lists every pool.
+// Pools lists every pool, walking all pages.
 func (c *Client) Pools(ctx context.Context, q *QueryOptions) ([]Pool, QueryMeta, error) {
-	var out []Pool
-	meta, err := c.query(ctx, "/v1/pools", nil, q, &out)
-	return out, meta, err
+	return collect[Pool](ctx, c, "/v1/pools", nil, q)
 }
 
 // Pool returns one pool.
@@ -42,18 +40,11 @@ func (c *Client) DeletePool(ctx context.Context, name string) error {
 	return err
 }
 
-// Nodes lists nodes, optionally filtered by pool and status.
+// Nodes lists every node, whole, optionally narrowed by pool and status:
+// it walks all pages (see ListNodes for summaries). The meta is the first
+// page's.
 func (c *Client) Nodes(ctx context.Context, f NodeFilter, q *QueryOptions) ([]Node, QueryMeta, error) {
-	params := url.Values{}
-	if f.Pool != "" {
-		params.Set("pool", f.Pool)
-	}
-	if f.Status != "" {
-		params.Set("status", f.Status)
-	}
-	var out []Node
-	meta, err := c.query(ctx, "/v1/nodes", params, q, &out)
-	return out, meta, err
+	return collect[Node](ctx, c, "/v1/nodes", nodeParams(f, true), q)
 }
 
 // Node returns one node.
@@ -129,11 +120,9 @@ func (c *Client) ReportStatus(ctx context.Context, nodeID, assignmentID string, 
 	return err
 }
 
-// Services lists the node services.
+// Services lists every node service, walking all pages.
 func (c *Client) Services(ctx context.Context, q *QueryOptions) ([]NodeService, QueryMeta, error) {
-	var out []NodeService
-	meta, err := c.query(ctx, "/v1/services", nil, q, &out)
-	return out, meta, err
+	return collect[NodeService](ctx, c, "/v1/services", nil, q)
 }
 
 // Service returns one node service.

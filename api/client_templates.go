@@ -40,9 +40,7 @@ func (c *Client) PutTemplate(ctx context.Context, name string, archive io.Reader
 
 // Templates lists every template, each as its latest version says.
 func (c *Client) Templates(ctx context.Context, q *QueryOptions) ([]Template, QueryMeta, error) {
-	var out []Template
-	meta, err := c.query(ctx, "/v1/templates", nil, q, &out)
-	return out, meta, err
+	return collect[Template](ctx, c, "/v1/templates", nil, q)
 }
 
 // Template returns a template's latest version with every version kept.

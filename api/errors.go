@@ -21,6 +21,10 @@ const (
 	CodeOutcomeUnknown   = "outcomeUnknown"
 	CodeInternal         = "internal"
 	CodeNotImplemented   = "notImplemented"
+	// CodeTooManyRequests (429): the server or this caller has too many
+	// expensive requests (lists, event replays, plans) in flight; retry
+	// after Retry-After.
+	CodeTooManyRequests = "tooManyRequests"
 
 	// A refused template archive (PUT /v1/templates/{name}): 413 when too
 	// large, 400 otherwise.
@@ -119,6 +123,8 @@ func codeForStatus(status int) string {
 		return CodeValidationFailed
 	case http.StatusNotImplemented:
 		return CodeNotImplemented
+	case http.StatusTooManyRequests:
+		return CodeTooManyRequests
 	}
 	return CodeInternal
 }

@@ -19,7 +19,8 @@ import (
 // placed bundles (quick: 10,000). The state is built by applying Raft log
 // entries to an FSM exactly as every replica does (creates, then plans of
 // 256 bundles), so memory is one server's; then a Raft snapshot of it is
-// saved to disk and restored into a fresh FSM.
+// saved to disk and restored into a fresh FSM; then the HTTP API serves it
+// and its bundle list is walked page by page (state_lists.go).
 
 func init() { Suites["state"] = runState }
 
@@ -44,9 +45,16 @@ func measureState(ctx context.Context, o Options) ([]Result, error) {
 		return nil, fmt.Errorf("state: load: %w", err)
 	}
 	peak := peakRSS()
-	loaded := settledMemory()
 	progressf(o, "state: %d bundles loaded", bundles)
+	// The lists are served by the process as it is after loading, as a
+	// server that has applied its log would serve them.
+	lists, listErr := measureLists(ctx, d.fsm, bundles)
+	loaded := settledMemory()
 	out := append(load.results(bundles), memoryResults(bundles, base, loaded, peak)...)
+	out = append(out, lists...)
+	if listErr != nil {
+		return out, fmt.Errorf("state: lists: %w", listErr)
+	}
 	snap, err := measureSnapshot(d.fsm, filepath.Join(o.Dir, "state"), bundles)
 	out = append(out, snap...)
 	runtime.KeepAlive(d)

@@ -32,8 +32,15 @@ func resetPeakRSS() {
 }
 
 // procStatus reads one kB field of /proc/self/status.
-func procStatus(field string) (uint64, bool) {
-	f, err := os.Open("/proc/self/status")
+func procStatus(field string) (uint64, bool) { return procStatusFile("/proc/self/status", field) }
+
+// procStatusOf reads one kB field of another process's status.
+func procStatusOf(pid int, field string) (uint64, bool) {
+	return procStatusFile("/proc/"+strconv.Itoa(pid)+"/status", field)
+}
+
+func procStatusFile(path, field string) (uint64, bool) {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0, false
 	}
@@ -59,4 +66,10 @@ func stateProcessCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// currentRSS is the process's resident set now (VmRSS), 0 if unknown.
+func currentRSS() uint64 {
+	kb, _ := procStatus("VmRSS:")
+	return kb << 10
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -22,10 +23,10 @@ func (exprChecker) Check(expr string) error {
 }
 
 // badInputEnv seeds a cluster with something of every kind to collide with.
-func badInputEnv(t *testing.T) *env {
+func badInputEnv(t *testing.T, cfg ...func(*Config)) *env {
 	t.Helper()
 	b := newTestBackend("s1")
-	e := newEnv(t, b, func(c *Config) { c.Exprs = exprChecker{} })
+	e := newEnv(t, b, append([]func(*Config){func(c *Config) { c.Exprs = exprChecker{} }}, cfg...)...)
 	b.setLeader(e.hs.URL)
 	seedCluster(t, b)
 	placeBundle(t, b, "b1")
@@ -56,7 +57,7 @@ type badCase struct {
 }
 
 func badInputCases() []badCase {
-	return slices.Concat(badRequestCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(),
+	return slices.Concat(badRequestCases(), listCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(),
 		templateCases(), launchCases())
 }
 
@@ -103,6 +104,38 @@ func badRequestCases() []badCase {
 		{"bad events index", "GET", "/v1/events?index=x", ``, 400, api.CodeBadRequest, ""},
 		{"method not allowed", "PATCH", bundles + "/b1", `{}`, 405, api.CodeBadRequest, ""},
 	}
+}
+
+// 400: list paging and filtering (list.go, filter.go), on every list.
+func listCases() []badCase {
+	nodesToken := encodeToken("nodes", "n1")
+	garbled := "bm90IGEgdG9rZW4" // base64 of "not a token"
+	var out []badCase
+	for _, path := range []string{bundles, "/v1/nodes", "/v1/pools", "/v1/services", "/v1/acl/tokens"} {
+		bad := func(name, query string) badCase {
+			return badCase{path + " " + name, "GET", path + "?" + query, ``, 400, api.CodeBadRequest, ""}
+		}
+		out = append(out,
+			bad("per_page 0", "per_page=0"),
+			bad("per_page -1", "per_page=-1"),
+			bad("per_page 1e9", "per_page=1e9"),
+			bad("per_page above the maximum", "per_page=1001"),
+			bad("per_page not a number", "per_page=ten"),
+			bad("garbled token", "next_token="+garbled),
+			bad("token not base64", "next_token=%25%25%25"),
+			bad("filter does not compile", "filter="+url.QueryEscape(`x ==`)),
+			bad("filter unknown variable", "filter="+url.QueryEscape(`nobody.id == "x"`)),
+			bad("filter returns a string", "filter="+url.QueryEscape(`"yes"`)),
+			bad("filter too long", "filter="+strings.Repeat("a", maxFilterLen+1)),
+			bad("prefix too long", "prefix="+strings.Repeat("a", maxPrefixLen+1)),
+			bad("bad full", "full=perhaps"),
+		)
+	}
+	return append(out,
+		badCase{"bundles: a nodes token", "GET", bundles + "?next_token=" + nodesToken, ``, 400, api.CodeBadRequest, ""},
+		badCase{"bundles: filter returns a number at run time", "GET", bundles + "?filter=" + url.QueryEscape(`bundle.epoch`), ``, 400, api.CodeBadRequest, ""},
+		badCase{"nodes: filter of another list's variable", "GET", "/v1/nodes?filter=" + url.QueryEscape(`bundle.id == "b1"`), ``, 400, api.CodeBadRequest, ""},
+	)
 }
 
 func notFoundCases() []badCase {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 )
 
@@ -54,12 +55,24 @@ func parseBlock(c echo.Context) (blockOptions, error) {
 // readFunc builds a read's answer from one consistent state view.
 type readFunc func(st *fsm.State) (any, error)
 
-// blockingRead answers a read, blocking first when ?index=N asks for a
-// result newer than N: it waits for the tables' index to pass N (or to move
-// at all, as after a restore to an older snapshot), or for the wait to end,
-// then answers from a fresh view. The index header never goes below N, so a
-// client passing it back never sees time run backwards.
+// blockingRead answers a cheap read (one object by id): see read.
 func (s *Server) blockingRead(c echo.Context, fn readFunc, tables ...string) error {
+	return s.read(c, false, fn, tables...)
+}
+
+// expensiveRead answers a read whose building costs a page of objects (a
+// list): building it takes one of the limited slots (limit.go); waiting
+// for a change and sending a shared answer do not.
+func (s *Server) expensiveRead(c echo.Context, fn readFunc, tables ...string) error {
+	return s.read(c, true, fn, tables...)
+}
+
+// read answers a read, blocking first when ?index=N asks for a result newer
+// than N: it waits for the tables' index to pass N (or to move at all, as
+// after a restore to an older snapshot), or for the wait to end, then
+// answers from a fresh view. The index header never goes below N, so a
+// client passing it back never sees time run backwards.
+func (s *Server) read(c echo.Context, expensive bool, fn readFunc, tables ...string) error {
 	opts, err := parseBlock(c)
 	if err != nil {
 		return err
@@ -81,26 +94,50 @@ func (s *Server) blockingRead(c echo.Context, fn readFunc, tables ...string) err
 			start = idx
 		}
 		if opts.index == 0 || idx > opts.index || idx != start {
-			return s.answerRead(c, st, fn, max(idx, opts.index))
+			return s.answerRead(c, st, fn, max(idx, opts.index), expensive, tables)
 		}
 		select {
 		case <-watch:
 		case <-timeout:
 			st = s.b.State()
-			return s.answerRead(c, st, fn, max(st.Index(tables...), opts.index))
+			return s.answerRead(c, st, fn, max(st.Index(tables...), opts.index), expensive, tables)
 		case <-s.stopping:
-			return s.answerRead(c, st, fn, max(idx, opts.index))
+			return s.answerRead(c, st, fn, max(idx, opts.index), expensive, tables)
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 }
 
-func (s *Server) answerRead(c echo.Context, st *fsm.State, fn readFunc, index uint64) error {
-	body, err := fn(st)
+// answerRead builds (or shares) the answer from st and sends it. Requests
+// for the same thing at the same index share one encoding (shared.go); an
+// expensive one holds a slot (limit.go) while it builds and sends it.
+func (s *Server) answerRead(c echo.Context, st *fsm.State, fn readFunc, index uint64, expensive bool, tables []string) error {
+	if expensive {
+		return s.limited(c, func() error { return s.sendRead(c, st, fn, index, tables) })
+	}
+	return s.sendRead(c, st, fn, index, tables)
+}
+
+func (s *Server) sendRead(c echo.Context, st *fsm.State, fn readFunc, index uint64, tables []string) error {
+	ctx := c.Request().Context()
+	build := func() (answer, error) {
+		if err := ctx.Err(); err != nil {
+			return answer{}, err // the client left while this waited
+		}
+		v, err := fn(st)
+		if err != nil {
+			return answer{}, err
+		}
+		return encodeAnswer(v)
+	}
+	ans, err := s.shared.get(ctx, shareKey(c), st.Index(tables...), build)
 	if err != nil {
 		return err
 	}
 	setIndex(c, index)
-	return c.JSON(http.StatusOK, body)
+	if ans.next != "" {
+		c.Response().Header().Set(api.HeaderNextToken, ans.next)
+	}
+	return c.JSONBlob(http.StatusOK, ans.body)
 }

@@ -154,7 +154,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return // the answer is already on its way; nothing more can be said
 	}
-	if status == http.StatusServiceUnavailable && body.Code == api.CodeNoLeader {
+	if status == http.StatusServiceUnavailable && body.Code == api.CodeNoLeader || status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", "1")
 	}
 	if req.Method == http.MethodHead {

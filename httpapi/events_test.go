@@ -204,3 +204,29 @@ func TestEventsFutureIndexWaitsAndEndsOnStop(t *testing.T) {
 		t.Fatal("stream still open after the server stopped")
 	}
 }
+
+// A stream without ?index starts at the current index: it sends only what
+// happens after it opened. With ?index=0 it replays the whole log, a page
+// at a time, in order and without a gap between pages.
+func TestEventsStartAndReplay(t *testing.T) {
+	e := leaderEnv(t)
+	seedCluster(t, e.b)
+	for i := range eventPage + 40 {
+		cordon(t, e.b, i%2 == 0)
+	}
+	all := e.b.State().Events(0, 0)
+	live := openStream(t, e, "")
+	want := cordon(t, e.b, true)
+	if ev := live.nextEvent(t, 10*time.Second); ev.Index != want {
+		t.Fatalf("stream without ?index sent %+v first, want the new event at %d", ev, want)
+	}
+	replay := openStream(t, e, "?index=0")
+	for i, old := range all {
+		if ev := replay.nextEvent(t, 10*time.Second); ev.Index != old.Index {
+			t.Fatalf("replayed event %d has index %d, want %d", i, ev.Index, old.Index)
+		}
+	}
+	if ev := replay.nextEvent(t, 10*time.Second); ev.Index != want {
+		t.Fatalf("after the replay: %+v, want index %d", ev, want)
+	}
+}

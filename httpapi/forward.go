@@ -54,6 +54,9 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 	copyHeader(out.Header, req.Header)
 	out.Header.Set(api.HeaderForwarded, self)
 	out.Header.Set(api.HeaderForwardedTo, leader.ID)
+	// The leader counts expensive requests per client (limit.go): name the
+	// client, or every anonymous request forwarded would count as ours.
+	out.Header.Set(headerClient, clientIP(req))
 	if body != nil && out.ContentLength == 0 {
 		out.ContentLength = req.ContentLength // a streamed body: keep the declared length
 	}

@@ -25,17 +25,6 @@ func aclTokenToAPI(t *fsm.ACLToken) api.ACLToken {
 	return out
 }
 
-func (s *Server) listACLTokens(c echo.Context) error {
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
-		toks := st.ACLTokens()
-		out := make([]api.ACLToken, len(toks))
-		for i, t := range toks {
-			out[i] = aclTokenToAPI(t)
-		}
-		return out, nil
-	}, aclTables...)
-}
-
 func (s *Server) getACLToken(c echo.Context) error {
 	id := param(c, "accessor")
 	return s.blockingRead(c, func(st *fsm.State) (any, error) {

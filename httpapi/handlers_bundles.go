@@ -111,22 +111,6 @@ func (s *Server) planBundle(c echo.Context) error {
 	return c.JSON(http.StatusOK, api.PlanResponse{Bundle: bundleToAPI(b), Explain: explainToAPI(explain)})
 }
 
-func (s *Server) listBundles(c echo.Context) error {
-	pool := c.QueryParam("pool")
-	state, err := enumParam(c, "state", bundleStates...)
-	if err != nil {
-		return err
-	}
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
-		list := st.Bundles(pool, state)
-		out := make([]api.Bundle, len(list))
-		for i, b := range list {
-			out[i] = bundleToAPI(b)
-		}
-		return out, nil
-	}, tableBundles)
-}
-
 func (s *Server) getBundle(c echo.Context) error {
 	id := param(c, "id")
 	return s.blockingRead(c, func(st *fsm.State) (any, error) {

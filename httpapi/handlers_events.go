@@ -1,21 +1,44 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/amserver/amserver/fsm"
 )
 
-// streamEvents streams events with an index above ?index= as NDJSON, then
-// every new one as it is applied, until the client goes away or the server
-// stops. All events of one raft entry commit together and each read takes
-// every event past the cursor, so a line never splits an entry.
+// eventPage bounds the events one read of the log takes: a stream that
+// replays from an old index sends the log a page at a time and never holds
+// more of it.
+const eventPage = 256
+
+// streamEvents streams events as NDJSON until the client goes away or the
+// server stops. Without ?index it starts at the current index (only new
+// events); with ?index=N it first replays the events after N, a page at a
+// time (replaying the whole log at once for each of 2,000 streams cost the
+// leader its elections). Every batch a stream sends, replayed or new,
+// holds one of the expensive-request slots while it is read and sent, so a
+// write that wakes thousands of streams wakes them a few at a time. Streams
+// at the same position share one encoding of what follows it. A page never
+// splits the events of one raft entry.
 func (s *Server) streamEvents(c echo.Context) error {
-	cursor, _, err := uintParam(c, "index")
+	cursor, replay, err := uintParam(c, "index")
+	if err != nil {
+		return err
+	}
+	if !replay {
+		cursor = s.b.State().Index(tableEvents)
+	}
+	ctx := c.Request().Context()
+	// The first slot is claimed before answering, so a busy server can
+	// still say 429 instead of a stream that stalls.
+	release, err := s.limits.acquire(ctx, caller(c), false)
 	if err != nil {
 		return err
 	}
@@ -26,49 +49,97 @@ func (s *Server) streamEvents(c echo.Context) error {
 	setIndex(c, s.b.State().Index(tableEvents))
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	_ = rc.Flush()
 	keepAlive := time.NewTicker(s.keepAlive)
 	defer keepAlive.Stop()
-	ctx := c.Request().Context()
 	for {
-		watch := s.b.WatchCh()
-		next, err := s.writeEvents(w, cursor)
+		batch, err := s.sendEvents(c, rc, cursor)
+		release()
 		if err != nil {
-			return nil // the client went away; nothing is left to tell it
+			return nil // the client went away (or stopped reading); nothing is left to tell it
 		}
-		if next != cursor {
-			cursor = next
-			_ = rc.Flush()
+		cursor = batch.next
+		// A full page means more may follow at once: read on without
+		// waiting (replay); otherwise wait for a change.
+		if !batch.full && !s.awaitEvents(ctx, w, rc, keepAlive.C, batch.index) {
+			return nil
 		}
-		select {
-		case <-watch:
-		case <-keepAlive.C:
-			if _, err := w.Write([]byte("\n")); err != nil {
-				return nil
-			}
-			_ = rc.Flush()
-		case <-ctx.Done():
-			return nil
-		case <-s.stopping:
-			return nil
+		if release, err = s.limits.acquire(ctx, caller(c), true); err != nil {
+			return nil // the client left, or the server stops
 		}
 	}
 }
 
-// writeEvents writes every event after cursor and returns the new cursor.
-func (s *Server) writeEvents(w *echo.Response, cursor uint64) (uint64, error) {
-	if cursor == math.MaxUint64 {
-		return cursor, nil // State.Events(cursor) would wrap to 0 and replay everything
+// eventBatch is what one read of the log sent: next is the cursor after
+// it, full says the page limit cut it, index is the events table's index
+// it was read at.
+type eventBatch struct {
+	next  uint64
+	full  bool
+	index uint64
+}
+
+// sendEvents sends the page after cursor (shared with every stream at the
+// same position), each write bounded by writeTimeout.
+func (s *Server) sendEvents(c echo.Context, rc *http.ResponseController, cursor uint64) (eventBatch, error) {
+	st := s.b.State()
+	index := st.Index(tableEvents)
+	key := "events after " + strconv.FormatUint(cursor, 10)
+	a, err := s.shared.get(c.Request().Context(), key, index, func() (answer, error) { return encodeEvents(st, cursor) })
+	if err != nil {
+		return eventBatch{}, err
 	}
-	for _, e := range s.b.State().Events(cursor, 0) {
+	next, _ := strconv.ParseUint(a.next, 10, 64)
+	if len(a.body) > 0 {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if _, err := c.Response().Write(a.body); err != nil {
+			return eventBatch{}, err
+		}
+	}
+	if err := rc.Flush(); err != nil {
+		return eventBatch{}, err
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return eventBatch{next: next, full: len(st.EventsPage(next, 1)) > 0, index: index}, nil
+}
+
+// awaitEvents waits until the events table moves past index (new events,
+// or old ones pruned), writing keep-alive lines meanwhile; false when the
+// stream should end.
+func (s *Server) awaitEvents(ctx context.Context, w *echo.Response, rc *http.ResponseController, tick <-chan time.Time, index uint64) bool {
+	for {
+		watch := s.b.WatchCh()
+		if s.b.State().Index(tableEvents) != index {
+			return true
+		}
+		select {
+		case <-watch:
+		case <-tick:
+			_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return false
+			}
+			_ = rc.Flush()
+			_ = rc.SetWriteDeadline(time.Time{})
+		case <-ctx.Done():
+			return false
+		case <-s.stopping:
+			return false
+		}
+	}
+}
+
+// encodeEvents encodes the page of events after cursor as NDJSON lines;
+// next is the cursor after them (cursor itself when there are none).
+func encodeEvents(st *fsm.State, cursor uint64) (answer, error) {
+	var buf []byte
+	next := cursor
+	for _, e := range st.EventsPage(cursor, eventPage) {
 		line, err := json.Marshal(eventToAPI(e))
 		if err != nil {
-			return cursor, fmt.Errorf("encode event %d: %w", e.Index, err)
+			return answer{}, fmt.Errorf("encode event %d: %w", e.Index, err)
 		}
-		if _, err := w.Write(append(line, '\n')); err != nil {
-			return cursor, err
-		}
-		cursor = e.Index
+		buf = append(append(buf, line...), '\n')
+		next = e.Index
 	}
-	return cursor, nil
+	return answer{body: buf, next: strconv.FormatUint(next, 10)}, nil
 }

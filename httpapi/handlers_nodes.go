@@ -27,24 +27,6 @@ func (s *Server) nodeView(st *fsm.State) nodeView {
 	return nodeView{st: st, lastSeen: seen}
 }
 
-func (s *Server) listNodes(c echo.Context) error {
-	pool := c.QueryParam("pool")
-	status, err := enumParam(c, "status", nodeStatuses...)
-	if err != nil {
-		return err
-	}
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
-		v := s.nodeView(st)
-		out := []api.Node{}
-		for _, n := range st.Nodes(pool) {
-			if status == "" || n.Status == status {
-				out = append(out, v.node(n))
-			}
-		}
-		return out, nil
-	}, nodeTables...)
-}
-
 func (s *Server) getNode(c echo.Context) error {
 	id := param(c, "id")
 	return s.blockingRead(c, func(st *fsm.State) (any, error) {

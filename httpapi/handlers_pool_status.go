@@ -15,7 +15,7 @@ const tableSpawns = "spawns"
 // draining, unavailable (DESIGN §2.2, elastic pools).
 func (s *Server) getPoolStatus(c echo.Context) error {
 	name := param(c, "name")
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
+	return s.expensiveRead(c, func(st *fsm.State) (any, error) {
 		ps := st.PoolStatus(name)
 		if ps == nil {
 			return nil, notFound("pool %q not found", name)

@@ -9,17 +9,6 @@ import (
 	"github.com/amserver/amserver/fsm"
 )
 
-func (s *Server) listPools(c echo.Context) error {
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
-		pools := st.Pools()
-		out := make([]api.Pool, len(pools))
-		for i, p := range pools {
-			out[i] = poolToAPI(p)
-		}
-		return out, nil
-	}, tablePools)
-}
-
 func (s *Server) getPool(c echo.Context) error {
 	name := param(c, "name")
 	return s.blockingRead(c, func(st *fsm.State) (any, error) {
@@ -68,17 +57,6 @@ func (s *Server) deletePool(c echo.Context) error {
 	}
 	setIndex(c, res.Index)
 	return c.NoContent(http.StatusNoContent)
-}
-
-func (s *Server) listServices(c echo.Context) error {
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
-		list := st.Services()
-		out := make([]api.NodeService, len(list))
-		for i, svc := range list {
-			out[i] = serviceToAPI(svc)
-		}
-		return out, nil
-	}, tableServices)
 }
 
 func (s *Server) getService(c echo.Context) error {

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,12 +39,39 @@ func (s *Server) getHealth(c echo.Context) error {
 	if l, ok := s.b.Leader(); ok {
 		h.KnownLeader, h.Leader = true, l.ID
 	}
-	// Peers is best effort: health must not fail because Raft is busy.
-	if info, err := s.b.RaftInfo(c.Request().Context()); err == nil {
-		h.Peers = len(info.Servers)
-	}
+	h.Peers = s.peerCount()
 	setIndex(c, idx)
 	return c.JSON(http.StatusOK, h)
+}
+
+// peerCount is the Raft configuration's size for health, best effort:
+// reading it goes through Raft's main loop, which a busy leader serves
+// late, and health must answer at once. A count at most a second old is
+// used; an older one is refreshed in the background.
+func (s *Server) peerCount() int {
+	p := s.peers.Load()
+	if p == nil || time.Since(p.at) > time.Second {
+		if s.peersBusy.CompareAndSwap(false, true) {
+			go func() {
+				defer s.peersBusy.Store(false)
+				if info, err := s.b.RaftInfo(context.Background()); err == nil {
+					s.peers.Store(&peerSample{n: len(info.Servers), at: time.Now()})
+				}
+			}()
+		}
+	}
+	if p == nil {
+		if info, err := s.b.RaftInfo(context.Background()); err == nil {
+			return len(info.Servers) // the first health check waits once
+		}
+		return 0
+	}
+	return p.n
+}
+
+type peerSample struct {
+	n  int
+	at time.Time
 }
 
 func (s *Server) getMembers(c echo.Context) error {

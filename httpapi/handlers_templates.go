@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/artifact"
 	"github.com/amserver/amserver/fsm"
 )
@@ -21,17 +20,6 @@ const (
 
 func isTemplatePush(c echo.Context) bool {
 	return c.Request().Method == http.MethodPut && c.Path() == templatePath
-}
-
-func (s *Server) listTemplates(c echo.Context) error {
-	return s.blockingRead(c, func(st *fsm.State) (any, error) {
-		list := st.Templates()
-		out := make([]api.Template, len(list))
-		for i, t := range list {
-			out[i] = templateToAPI(t, false)
-		}
-		return out, nil
-	}, tableTemplates)
 }
 
 func (s *Server) getTemplate(c echo.Context) error {

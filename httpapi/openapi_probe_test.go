@@ -21,6 +21,7 @@ var queryProbes = []struct{ name, bogus string }{
 	{"stale", "maybe"}, {"consistent", "maybe"}, {"force", "maybe"},
 	{"index", "soon"}, {"wait", "soon"}, {"cas", "soon"},
 	{"state", "bogus"}, {"status", "bogus"},
+	{"per_page", "soon"}, {"next_token", "soon"}, {"filter", "1"}, {"full", "maybe"},
 }
 
 // Each documented operation lists exactly the probeable query parameters

@@ -34,6 +34,7 @@ var schemaTypes = []reflect.Type{
 	typ[api.Explain](), typ[api.Bundle](), typ[api.CreateResponse](), typ[api.ValidateResponse](),
 	typ[api.PlanResponse](), typ[api.Event](), typ[api.NodeService](),
 	typ[api.Keyring](), typ[api.KeyringKey](), typ[api.KeyringMember](), typ[api.KeyringRequest](),
+	typ[api.BundleSummary](), typ[api.ReplicaSummary](), typ[api.NodeSummary](),
 }
 
 // Each schema has exactly the JSON fields of its Go type, each of the
@@ -158,6 +159,8 @@ var enumSources = []struct {
 	{"Event", "type", "../api/types_cluster.go", "Event"},
 	{"Assignment", "desired", "../api/types_cluster.go", "Desired"},
 	{"Bundle", "state", "../api/types_bundle.go", "State"},
+	{"BundleSummary", "state", "../api/types_bundle.go", "State"},
+	{"NodeSummary", "status", "../api/types_node.go", "Node"},
 	{"BundleSpec", "priority", "../api/types_bundle.go", "Priority"},
 	{"Placement", "sameAz", "../api/types_bundle.go", "SameAz"},
 	{"Launch", "driver", "../api/types_bundle.go", "Driver"},

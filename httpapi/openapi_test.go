@@ -85,6 +85,7 @@ type oaSchema struct {
 	Items                *oaSchema            `json:"items"`
 	AdditionalProperties *oaSchema            `json:"additionalProperties"`
 	AllOf                []*oaSchema          `json:"allOf"`
+	AnyOf                []*oaSchema          `json:"anyOf"`
 	Required             []string             `json:"required"`
 	Enum                 []string             `json:"enum"`
 }
@@ -226,6 +227,8 @@ type opSpec struct {
 	req    reflect.Type            // the handler's request type; nil: no JSON body
 	binary bool                    // the body is a raw stream (snapshot restore)
 	ok     map[string]reflect.Type // 2xx status → the client's answer type; nil: no JSON body
+	// full is a list's answer type with ?full=true (examples named "full").
+	full reflect.Type
 }
 
 func typ[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -238,17 +241,18 @@ func answers(status string, t reflect.Type) map[string]reflect.Type {
 // handler decodes (decode.go) and the type the Go client decodes each
 // success into (api/client_*.go).
 var routeSpecs = map[string]opSpec{
-	"GET /v1/status/leader":                       {ok: answers("200", typ[api.Leader]())},
-	"GET /v1/status/peers":                        {ok: answers("200", typ[[]api.Peer]())},
-	"GET /v1/health":                              {ok: answers("200", typ[api.Health]())},
-	"GET /v1/members":                             {ok: answers("200", typ[[]api.Member]())},
-	"GET /v1/operator/digest":                     {ok: answers("200", typ[api.StateDigest]())},
-	"GET /v1/pools":                               {ok: answers("200", typ[[]api.Pool]())},
+	"GET /v1/status/leader":   {ok: answers("200", typ[api.Leader]())},
+	"GET /v1/status/peers":    {ok: answers("200", typ[[]api.Peer]())},
+	"GET /v1/health":          {ok: answers("200", typ[api.Health]())},
+	"GET /v1/members":         {ok: answers("200", typ[[]api.Member]())},
+	"GET /v1/operator/digest": {ok: answers("200", typ[api.StateDigest]())},
+	"GET /v1/pools":           {ok: answers("200", typ[[]api.Pool]())}, // a page
+
 	"GET /v1/pools/{name}":                        {ok: answers("200", typ[api.Pool]())},
 	"PUT /v1/pools/{name}":                        {req: typ[api.Pool](), ok: answers("200", typ[api.Pool]())},
 	"GET /v1/pools/{name}/status":                 {ok: answers("200", typ[api.PoolStatus]())},
 	"DELETE /v1/pools/{name}":                     {ok: answers("204", nil)},
-	"GET /v1/nodes":                               {ok: answers("200", typ[[]api.Node]())},
+	"GET /v1/nodes":                               {ok: answers("200", typ[[]api.NodeSummary]()), full: typ[[]api.Node]()},
 	"GET /v1/nodes/{id}":                          {ok: answers("200", typ[api.Node]())},
 	"PUT /v1/nodes/{id}":                          {req: typ[api.NodeSpec](), ok: answers("200", typ[api.Node]())},
 	"DELETE /v1/nodes/{id}":                       {ok: answers("204", nil)},
@@ -261,7 +265,7 @@ var routeSpecs = map[string]opSpec{
 		"201": typ[api.CreateResponse](), "200": typ[api.CreateResponse]()}},
 	"POST /v1/bundles/validate":                  {req: typ[api.BundleSpec](), ok: answers("200", typ[api.ValidateResponse]())},
 	"POST /v1/bundles/plan":                      {req: typ[api.BundleSpec](), ok: answers("200", typ[api.PlanResponse]())},
-	"GET /v1/bundles":                            {ok: answers("200", typ[[]api.Bundle]())},
+	"GET /v1/bundles":                            {ok: answers("200", typ[[]api.BundleSummary]()), full: typ[[]api.Bundle]()},
 	"GET /v1/bundles/{id}":                       {ok: answers("200", typ[api.Bundle]())},
 	"PUT /v1/bundles/{id}":                       {req: typ[api.BundleSpec](), ok: answers("200", typ[api.CreateResponse]())},
 	"DELETE /v1/bundles/{id}":                    {ok: answers("202", typ[api.Bundle]())},

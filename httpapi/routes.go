@@ -44,13 +44,13 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(get, "/v1/status/leader", s.getLeader, reader)
 	s.handle(get, "/v1/status/peers", s.getPeers, reader)
 	s.handle(get, "/v1/health", s.getHealth, public)
-	s.handle(get, "/v1/members", s.getMembers, reader)
-	s.handle(get, "/v1/operator/digest", s.getDigest, reader)
+	s.handle(get, "/v1/members", s.expensive(s.getMembers), reader)
+	s.handle(get, "/v1/operator/digest", s.expensive(s.getDigest), reader)
 	if s.metricsHandler != nil {
 		s.handle(get, "/metrics", s.getMetrics, reader)
 	}
 
-	s.handle(get, "/v1/pools", s.listPools, reader, read)
+	s.handle(get, "/v1/pools", serveList(s, poolListing), reader, read)
 	s.handle(get, "/v1/pools/:name", s.getPool, reader, read)
 	s.handle(put, "/v1/pools/:name", s.putPool, writer, write)
 	s.handle(del, "/v1/pools/:name", s.deletePool, writer, write)
@@ -58,7 +58,7 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 
 	// A worker token reaches its own node's registration, assignments and
 	// status reports, and nothing else.
-	s.handle(get, "/v1/nodes", s.listNodes, reader, read)
+	s.handle(get, "/v1/nodes", serveList(s, nodeListing), reader, read)
 	s.handle(get, "/v1/nodes/:id", s.getNode, ownReader, read)
 	s.handle(put, "/v1/nodes/:id", s.registerNode, ownWriter, write)
 	s.handle(del, "/v1/nodes/:id", s.deregisterNode, writer, write)
@@ -69,14 +69,14 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(put, "/v1/nodes/:id/assignments/:aid/status", s.reportStatus, ownWriter, write)
 
 	s.handle(post, "/v1/bundles", s.createBundle, writer, write)
-	s.handle(post, "/v1/bundles/validate", s.validateBundle, reader, read)
-	s.handle(post, "/v1/bundles/plan", s.planBundle, reader, read)
-	s.handle(get, "/v1/bundles", s.listBundles, reader, read)
+	s.handle(post, "/v1/bundles/validate", s.expensive(s.validateBundle), reader, read)
+	s.handle(post, "/v1/bundles/plan", s.expensive(s.planBundle), reader, read)
+	s.handle(get, "/v1/bundles", serveList(s, bundleListing), reader, read)
 	s.handle(get, "/v1/bundles/:id", s.getBundle, reader, read)
 	s.handle(put, "/v1/bundles/:id", s.replaceBundle, writer, write)
 	s.handle(del, "/v1/bundles/:id", s.deleteBundle, writer, write)
 
-	s.handle(get, "/v1/services", s.listServices, reader, read)
+	s.handle(get, "/v1/services", serveList(s, serviceListing), reader, read)
 	s.handle(get, "/v1/services/:id", s.getService, reader, read)
 	s.handle(put, "/v1/services/:id", s.putService, writer, write)
 	s.handle(del, "/v1/services/:id", s.deleteService, writer, write)
@@ -91,7 +91,7 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 func (s *Server) templateRoutes() {
 	read, write := s.readMW, s.writeMW
 	const get, put, del = "GET", "PUT", "DELETE"
-	s.handle(get, "/v1/templates", s.listTemplates, reader, read)
+	s.handle(get, "/v1/templates", serveList(s, templateListing), reader, read)
 	s.handle(get, templatePath, s.getTemplate, reader, read)
 	s.handle(put, templatePath, s.putTemplate, writer, middleware.BodyLimit(templateBodyLimit), write)
 	s.handle(del, templatePath, s.deleteTemplate, writer, write)
@@ -110,7 +110,7 @@ func (s *Server) operatorRoutes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(post, "/v1/operator/raft/transfer-leadership", s.transferLeadership, manager, write)
 	s.handle(del, "/v1/operator/raft/peers/:id", s.removePeer, manager, write)
 
-	s.handle(get, "/v1/acl/tokens", s.listACLTokens, manager, read)
+	s.handle(get, "/v1/acl/tokens", serveList(s, aclTokenListing), manager, read)
 	s.handle(post, "/v1/acl/tokens", s.createACLToken, manager, write)
 	s.handle(get, "/v1/acl/tokens/:accessor", s.getACLToken, manager, read)
 	s.handle(del, "/v1/acl/tokens/:accessor", s.deleteACLToken, manager, write)

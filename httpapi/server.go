@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -67,6 +68,15 @@ type Config struct {
 	// ShutdownGrace is how long requests in flight get to finish once
 	// Serve's context ends (10 s when zero).
 	ShutdownGrace time.Duration
+	// MaxExpensive bounds the expensive requests (lists, event replays,
+	// plans, digests) this server works on at once, and
+	// MaxExpensivePerCaller those of one token (or, without one, one client
+	// address); 0 takes DefaultMaxExpensive and
+	// DefaultMaxExpensivePerCaller. A request waits up to QueueWait (5 s
+	// when zero) for a slot, then gets 429 tooManyRequests.
+	MaxExpensive          int
+	MaxExpensivePerCaller int
+	QueueWait             time.Duration
 }
 
 // Server is the HTTP API of one amserver server.
@@ -83,6 +93,11 @@ type Server struct {
 	metrics        *requestMetrics // nil without a Registerer
 	keepAlive      time.Duration
 	grace          time.Duration
+	limits         *limiter
+	shared         *sharedAnswers
+	maxScan        int // rows a list page examines at most (list.go)
+	peers          atomic.Pointer[peerSample]
+	peersBusy      atomic.Bool
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
@@ -97,33 +112,14 @@ func New(cfg Config) *Server {
 	if cfg.Backend == nil {
 		panic("httpapi: Config.Backend is required")
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.BodyLimit == "" {
-		cfg.BodyLimit = DefaultBodyLimit
-	}
-	if cfg.SnapshotBodyLimit == "" {
-		cfg.SnapshotBodyLimit = DefaultSnapshotBodyLimit
-	}
-	if cfg.ForwardClient == nil {
-		cfg.ForwardClient = &http.Client{
-			Transport: forwardTransport(cfg.ForwardTLS),
-			// A redirect from the leader is the client's business, not ours.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-	}
-	if cfg.KeepAlive <= 0 {
-		cfg.KeepAlive = DefaultKeepAlive
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = shutdownGrace
-	}
+	cfg.defaults()
 	s := &Server{
 		b: cfg.Backend, exprs: cfg.Exprs, log: cfg.Logger.With("component", "httpapi"),
 		fwd: cfg.ForwardClient, stopping: make(chan struct{}),
 		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
 		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive, grace: cfg.ShutdownGrace,
+		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
+		shared: newSharedAnswers(), maxScan: defaultMaxScan,
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -148,6 +144,41 @@ func New(cfg Config) *Server {
 		s.uiRoutes(cfg.UI)
 	}
 	return s
+}
+
+// defaults fills what the configuration leaves unset.
+func (cfg *Config) defaults() {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BodyLimit == "" {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.SnapshotBodyLimit == "" {
+		cfg.SnapshotBodyLimit = DefaultSnapshotBodyLimit
+	}
+	if cfg.ForwardClient == nil {
+		cfg.ForwardClient = &http.Client{
+			Transport: forwardTransport(cfg.ForwardTLS),
+			// A redirect from the leader is the client's business, not ours.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = shutdownGrace
+	}
+	if cfg.MaxExpensive <= 0 {
+		cfg.MaxExpensive = DefaultMaxExpensive()
+	}
+	if cfg.MaxExpensivePerCaller <= 0 {
+		cfg.MaxExpensivePerCaller = min(DefaultMaxExpensivePerCaller(), cfg.MaxExpensive)
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = defaultQueueWait
+	}
 }
 
 // forwardTransport keeps a connection to the leader for every concurrent

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,22 +65,19 @@ func newACLTokenListCmd(a *app) *cobra.Command {
 	return listCmd[api.ACLToken]{
 		Short: "List tokens (never their secrets)",
 		Kind:  "acl tokens",
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.ACLToken, error) {
-			toks, _, err := c.ACLTokens(ctx, q)
-			return toks, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.ACLToken, error] {
+			return c.ListACLTokens(ctx, o, q)
 		},
-		Table: printACLTokenList,
+		Paged: true, Variable: "token",
+		Columns: []string{"ACCESSOR", "KIND", "NODE", "CREATED", "DESCRIPTION"},
+		Row: func(tok api.ACLToken, now time.Time) []string {
+			return []string{tok.AccessorID, tok.Kind, orDash(tok.NodeID), ago(tok.CreateTime, now), orDash(tok.Description)}
+		},
+		WideColumns: []string{"MODIFIED"},
+		WideRow: func(tok api.ACLToken, _ time.Time) []string {
+			return []string{strconv.FormatUint(tok.ModifyIndex, 10)}
+		},
 	}.build(a)
-}
-
-func printACLTokenList(w io.Writer, toks []api.ACLToken) error {
-	t := newTable(w)
-	t.row("ACCESSOR", "KIND", "NODE", "CREATED", "DESCRIPTION")
-	now := time.Now()
-	for _, tok := range toks {
-		t.row(tok.AccessorID, tok.Kind, orDash(tok.NodeID), ago(tok.CreateTime, now), orDash(tok.Description))
-	}
-	return t.flush()
 }
 
 func newACLTokenReadCmd(a *app) *cobra.Command {

@@ -37,6 +37,8 @@ type agentFlags struct {
 	suspicionMaxMult   int
 	deadServerCleanup  time.Duration
 	deleteTimeout      time.Duration
+	maxExpensive       int
+	maxExpensiveCaller int
 	maxProvisioned     int
 	allowExec          bool
 	provisionerAllow   []string
@@ -103,18 +105,26 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.DurationVar(&f.probeTimeout, "gossip-probe-timeout", gd.ProbeTimeout, "wait for a direct probe ack before asking others to probe; below --gossip-probe-interval")
 	fl.IntVar(&f.suspicionMult, "gossip-suspicion-mult", gd.SuspicionMult, "probe intervals a suspect member has to refute before it is declared dead (× log10 of members past 10)")
 	fl.IntVar(&f.suspicionMaxMult, "gossip-suspicion-max-mult", gd.SuspicionMaxMult, "how many times longer a suspect has while too few members confirm the suspicion")
-	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
-	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
 	fl.StringArrayVar(&f.provisionerAllow, "provisioner-allow", nil, "server: a host an elastic pool's webhook provisioner may be called at: host, host:port, *.domain, IP or CIDR (repeatable; none allowed by default, and loopback, link-local and metadata addresses only when listed as an IP or CIDR)")
 	fl.BoolVar(&f.allowExec, "elastic-allow-exec", false, "server: run elastic pools' command provisioners on this host (anyone with a write token can set a pool's command)")
 	fl.IntVar(&f.maxProvisioned, "max-provisioned-nodes", 0, "server: cap on nodes elastic pools may provision, spawning ones included, across every pool (0 = none)")
 	fl.DurationVar(&f.provisionTimeout, "provision-timeout", 2*time.Minute, "server: bound on one call of an elastic pool's provisioner (retried with backoff)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
+	f.registerServerTuning(fl)
 	f.inventory.register(fl)
 	f.acl.register(fl)
 	f.security.register(fl)
 	return cmd
+}
+
+// registerServerTuning registers the server's housekeeping timeouts and
+// its bounds on expensive API requests.
+func (f *agentFlags) registerServerTuning(fl *pflag.FlagSet) {
+	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
+	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
+	fl.IntVar(&f.maxExpensive, "http-max-expensive", 0, "server: expensive API requests (lists, event replays, plans) built and sent at once; more wait up to 5s, then get 429 (0: one per core, at least 2)")
+	fl.IntVar(&f.maxExpensiveCaller, "http-max-expensive-per-caller", 0, "server: of those, how many one token (or, without one, one client address) may have (0: a quarter of them, at least 1)")
 }
 
 func newLogger(level string) *slog.Logger {

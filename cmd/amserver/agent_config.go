@@ -69,6 +69,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
 		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
+		MaxExpensive: f.maxExpensive, MaxExpensivePerCaller: f.maxExpensiveCaller,
 		Elastic: agent.ElasticConfig{MaxProvisionedNodes: f.maxProvisioned, CallTimeout: f.provisionTimeout, AllowExec: f.allowExec,
 			AllowHosts: f.provisionerAllow},
 		Gossip: gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,

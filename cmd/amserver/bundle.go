@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"time"
 
@@ -94,18 +95,21 @@ func printPlan(w io.Writer, plan *api.PlanResponse) error {
 
 func newBundleListCmd(a *app) *cobra.Command {
 	var f api.BundleFilter
-	return listCmd[api.Bundle]{
-		Short: "List bundles",
+	return listCmd[api.BundleSummary]{
+		Short: "List bundles, page by page as the servers answer",
 		Kind:  "bundles",
 		Flags: func(fl *pflag.FlagSet) {
 			fl.StringVar(&f.Pool, "pool", "", "only bundles of this pool")
 			fl.StringVar(&f.State, "state", "", "only bundles in this state (pending, placed, degraded, ...)")
 		},
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Bundle, error) {
-			bundles, _, err := c.Bundles(ctx, f, q)
-			return bundles, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.BundleSummary, error] {
+			return c.ListBundles(ctx, f, o, q)
 		},
-		Table: printBundleList,
+		Paged: true, Variable: "bundle",
+		Columns:     []string{"ID", "POOL", "PRIORITY", "STATE", "JOBS", "REPLICAS", "EPOCH", "DEGRADATIONS"},
+		Row:         bundleRow,
+		WideColumns: []string{"PRIMARY", "BACKUP", "EXPLAINED", "MODIFIED"},
+		WideRow:     bundleWideRow,
 	}.build(a)
 }
 

@@ -13,15 +13,27 @@ import (
 	"github.com/amserver/amserver/api"
 )
 
-func printBundleList(w io.Writer, bundles []api.Bundle) error {
-	t := newTable(w)
-	t.row("ID", "POOL", "PRIORITY", "STATE", "JOBS", "REPLICAS", "EPOCH", "DEGRADATIONS")
-	for _, b := range bundles {
-		t.row(b.ID, b.Pool, priority(b.Priority), b.State, strconv.Itoa(len(b.Jobs)),
-			fmt.Sprintf("%d/%d", placedReplicas(b), wantedReplicas(b)),
-			strconv.FormatUint(b.Epoch, 10), degradationCodes(b.Degradations))
+// bundleRow is a bundle's line in `bundle list`.
+func bundleRow(b api.BundleSummary, _ time.Time) []string {
+	placed := 0
+	for _, r := range b.Replicas {
+		if r.Statuses[api.JobUnplaced] == 0 && len(r.Statuses) > 0 {
+			placed++
+		}
 	}
-	return t.flush()
+	return []string{b.ID, b.Pool, priority(b.Priority), b.State, strconv.Itoa(b.Jobs),
+		fmt.Sprintf("%d/%d", placed, b.WantReplicas), strconv.FormatUint(b.Epoch, 10), list(b.Degradations)}
+}
+
+// bundleWideRow adds where the replicas run, whether an explanation waits
+// in `bundle status`, and the last change's index.
+func bundleWideRow(b api.BundleSummary, _ time.Time) []string {
+	nodes := map[string]string{}
+	for _, r := range b.Replicas {
+		nodes[r.Role] = list(r.Nodes)
+	}
+	return []string{orDash(nodes[api.RolePrimary]), orDash(nodes[api.RoleBackup]), yesNo(b.Explained),
+		strconv.FormatUint(b.ModifyIndex, 10)}
 }
 
 // printBundle is `bundle status`: the spec in brief, then where every job

@@ -14,9 +14,9 @@ import (
 
 // serveAll registers every read endpoint with the fixtures.
 func serveAll(f *fakeAPI) {
-	f.reply("GET /v1/bundles", http.StatusOK, []api.Bundle{sampleBundle()})
+	f.reply("GET /v1/bundles", http.StatusOK, []api.BundleSummary{sampleBundleSummary()})
 	f.reply("GET /v1/bundles/enc-1", http.StatusOK, sampleBundle())
-	f.reply("GET /v1/nodes", http.StatusOK, []api.Node{sampleNode()})
+	f.reply("GET /v1/nodes", http.StatusOK, []api.NodeSummary{sampleNodeSummary()})
 	f.reply("GET /v1/nodes/w-1", http.StatusOK, sampleNode())
 	f.reply("GET /v1/nodes/w-1/assignments", http.StatusOK, sampleAssignments())
 	f.reply("GET /v1/pools", http.StatusOK, []api.Pool{samplePool()})
@@ -123,9 +123,9 @@ func TestJSONOutput(t *testing.T) {
 		into func() any
 		want any
 	}{
-		{[]string{"bundle", "list"}, func() any { return &[]api.Bundle{} }, []api.Bundle{sampleBundle()}},
+		{[]string{"bundle", "list"}, func() any { return &[]api.BundleSummary{} }, []api.BundleSummary{sampleBundleSummary()}},
 		{[]string{"bundle", "status", "enc-1"}, func() any { return &api.Bundle{} }, sampleBundle()},
-		{[]string{"node", "list"}, func() any { return &[]api.Node{} }, []api.Node{sampleNode()}},
+		{[]string{"node", "list"}, func() any { return &[]api.NodeSummary{} }, []api.NodeSummary{sampleNodeSummary()}},
 		{[]string{"node", "status", "w-1"}, func() any { return &api.Node{} }, sampleNode()},
 		{[]string{"pool", "list"}, func() any { return &[]api.Pool{} }, []api.Pool{samplePool()}},
 		{[]string{"service", "list"}, func() any { return &[]api.NodeService{} }, []api.NodeService{sampleService()}},

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -50,20 +52,14 @@ func widgetGet(a *app) *cobra.Command {
 
 // widgetList declares a list of nodes.
 func widgetList(a *app) *cobra.Command {
-	return listCmd[api.Node]{
+	return listCmd[api.NodeSummary]{
 		Kind: "widgets",
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Node, error) {
-			nodes, _, err := c.Nodes(ctx, api.NodeFilter{}, q)
-			return nodes, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.NodeSummary, error] {
+			return c.ListNodes(ctx, api.NodeFilter{}, o, q)
 		},
-		Table: func(w io.Writer, nodes []api.Node) error {
-			t := newTable(w)
-			t.row("ID", "POOL")
-			for _, n := range nodes {
-				t.row(n.ID, n.Pool)
-			}
-			return t.flush()
-		},
+		Paged: true, Variable: "node",
+		Columns: []string{"ID", "POOL"},
+		Row:     func(n api.NodeSummary, _ time.Time) []string { return []string{n.ID, n.Pool} },
 	}.build(a)
 }
 

@@ -14,9 +14,11 @@ import (
 const completionTimeout = 2 * time.Second
 
 // completeIDs offers the ids fetch returns as the first argument of a
-// command. Reads are stale: any server may answer, and no leader is needed.
-func (a *app) completeIDs(fetch func(context.Context, *api.Client) ([]string, error)) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// command: one page of those starting with what is typed (a shell cannot
+// show a hundred thousand anyway). Reads are stale: any server may answer,
+// and no leader is needed.
+func (a *app) completeIDs(fetch func(ctx context.Context, c *api.Client, prefix string) ([]string, error)) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -26,7 +28,7 @@ func (a *app) completeIDs(fetch func(context.Context, *api.Client) ([]string, er
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 		defer cancel()
-		ids, err := fetch(ctx, c)
+		ids, err := fetch(ctx, c, typed)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -37,8 +39,8 @@ func (a *app) completeIDs(fetch func(context.Context, *api.Client) ([]string, er
 var staleRead = &api.QueryOptions{Stale: true}
 
 func (a *app) completeBundles() cobra.CompletionFunc {
-	return a.completeIDs(func(ctx context.Context, c *api.Client) ([]string, error) {
-		bundles, _, err := c.Bundles(ctx, api.BundleFilter{}, staleRead)
+	return a.completeIDs(func(ctx context.Context, c *api.Client, prefix string) ([]string, error) {
+		bundles, _, err := c.BundlesPage(ctx, api.BundleFilter{}, api.ListOptions{Prefix: prefix}, staleRead)
 		ids := make([]string, len(bundles))
 		for i, b := range bundles {
 			ids[i] = b.ID
@@ -48,8 +50,8 @@ func (a *app) completeBundles() cobra.CompletionFunc {
 }
 
 func (a *app) completeNodes() cobra.CompletionFunc {
-	return a.completeIDs(func(ctx context.Context, c *api.Client) ([]string, error) {
-		nodes, _, err := c.Nodes(ctx, api.NodeFilter{}, staleRead)
+	return a.completeIDs(func(ctx context.Context, c *api.Client, prefix string) ([]string, error) {
+		nodes, _, err := c.NodesPage(ctx, api.NodeFilter{}, api.ListOptions{Prefix: prefix}, staleRead)
 		ids := make([]string, len(nodes))
 		for i, n := range nodes {
 			ids[i] = n.ID

@@ -221,6 +221,24 @@ func sampleNode() api.Node {
 	}
 }
 
+// sampleBundleSummary and sampleNodeSummary are the list entries of
+// sampleBundle and sampleNode, as the server summarises them.
+func sampleBundleSummary() api.BundleSummary {
+	return api.BundleSummary{ID: "enc-1", Pool: "live", Priority: api.PriorityGold, State: api.StateDegraded, Epoch: 3,
+		Jobs: 2, WantReplicas: 2, Replicas: []api.ReplicaSummary{
+			{Role: api.RolePrimary, State: api.StatePlaced, Nodes: []string{"w-1"}, Statuses: map[string]int{api.JobRunning: 2}},
+			{Role: api.RoleBackup, State: api.StatePlaced, Nodes: []string{"w-2"},
+				Statuses: map[string]int{api.JobAssigned: 1, api.JobRunning: 1}}},
+		Degradations: []string{"backupSameAz"}, CreateIndex: 5, ModifyIndex: 9}
+}
+
+func sampleNodeSummary() api.NodeSummary {
+	n := sampleNode()
+	return api.NodeSummary{ID: n.ID, Pool: n.Pool, Status: n.Status, Cordoned: n.Cordoned, Labels: n.Labels, Tier: n.Tier,
+		Allocatable: 16, ReservedCapacity: 2.5, TotalCores: 32, ReservedCores: 4, GPUCapacity: 2, ReservedGPU: 0.5,
+		Assignments: 2, LastSeen: n.LastSeen, CreateIndex: 3, ModifyIndex: 8}
+}
+
 func sampleAssignments() []api.Assignment {
 	return []api.Assignment{
 		{ID: "a-1", BundleID: "enc-1", Job: "encoder", NodeID: "w-1", Role: api.RolePrimary, Epoch: 3, Desired: api.DesiredRun,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"strconv"
 	"time"
 
@@ -19,26 +18,19 @@ func newMembersCmd(a *app) *cobra.Command {
 		Use:   "members",
 		Short: "List the gossip members (servers and workers) the server sees",
 		Kind:  "members",
-		// Gossip membership is the answering server's own view: no --stale.
-		Fetch: func(ctx context.Context, c *api.Client, _ *api.QueryOptions) ([]api.Member, error) {
-			return c.Members(ctx)
+		// Gossip membership is the answering server's own view: no --stale,
+		// and no paging.
+		Walk:    pages(func(ctx context.Context, c *api.Client) ([]api.Member, error) { return c.Members(ctx) }),
+		Columns: []string{"NAME", "ADDRESS", "ROLE", "STATUS", "AZ", "CLOUD", "POOL", "OTHER LABELS", "LAST SEEN"},
+		Row: func(m api.Member, now time.Time) []string {
+			return []string{m.Name, m.Address, m.Role, m.Status, orDash(m.Labels["az"]), orDash(m.Labels["cloud"]),
+				orDash(m.Labels["pool"]), kv(otherLabels(m.Labels)), ago(m.LastSeen, now)}
 		},
-		Table: func(w io.Writer, members []api.Member) error { return printMembers(w, members, time.Now()) },
+		WideColumns: []string{"RAFT", "HTTP", "SINCE"},
+		WideRow: func(m api.Member, now time.Time) []string {
+			return []string{orDash(m.RaftAddr), orDash(m.HTTPAddr), ago(m.Since, now)}
+		},
 	}.build(a)
-}
-
-func printMembers(w io.Writer, members []api.Member, now time.Time) error {
-	t := newTable(w)
-	t.row("NAME", "ADDRESS", "ROLE", "STATUS", "AZ", "CLOUD", "POOL", "OTHER LABELS", "LAST SEEN")
-	for _, m := range members {
-		other := maps.Clone(m.Labels)
-		for _, k := range []string{"az", "cloud", "pool"} {
-			delete(other, k)
-		}
-		t.row(m.Name, m.Address, m.Role, m.Status, orDash(m.Labels["az"]), orDash(m.Labels["cloud"]),
-			orDash(m.Labels["pool"]), kv(other), ago(m.LastSeen, now))
-	}
-	return t.flush()
 }
 
 // clusterStatus is the --json shape of `status`: the two API answers it

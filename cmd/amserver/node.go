@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"strconv"
 	"time"
 
@@ -32,30 +34,46 @@ func newNodeCmd(a *app) *cobra.Command {
 
 func newNodeListCmd(a *app) *cobra.Command {
 	var f api.NodeFilter
-	return listCmd[api.Node]{
-		Short: "List nodes",
+	return listCmd[api.NodeSummary]{
+		Short: "List nodes, page by page as the servers answer",
 		Kind:  "nodes",
 		Flags: func(fl *pflag.FlagSet) {
 			fl.StringVar(&f.Pool, "pool", "", "only nodes of this pool")
 			fl.StringVar(&f.Status, "status", "", "only nodes with this status (ready, suspect, down, left)")
 		},
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Node, error) {
-			nodes, _, err := c.Nodes(ctx, f, q)
-			return nodes, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.NodeSummary, error] {
+			return c.ListNodes(ctx, f, o, q)
 		},
-		Table: func(w io.Writer, nodes []api.Node) error { return printNodeList(w, nodes, time.Now()) },
+		Paged: true, Variable: "node",
+		Columns: []string{"ID", "POOL", "STATUS", "SCHEDULING", "AZ", "CLOUD", "TIER", "CAPACITY", "CORES", "GPU",
+			"ASSIGNMENTS", "LAST SEEN"},
+		Row:         nodeRow,
+		WideColumns: []string{"OTHER LABELS", "MODIFIED"},
+		WideRow: func(n api.NodeSummary, _ time.Time) []string {
+			return []string{kv(otherLabels(n.Labels)), strconv.FormatUint(n.ModifyIndex, 10)}
+		},
 	}.build(a)
 }
 
-func printNodeList(w io.Writer, nodes []api.Node, now time.Time) error {
-	t := newTable(w)
-	t.row("ID", "POOL", "STATUS", "SCHEDULING", "AZ", "CLOUD", "TIER", "CAPACITY", "CORES", "GPU", "ASSIGNMENTS", "LAST SEEN")
-	for _, n := range nodes {
-		t.row(n.ID, n.Pool, n.Status, scheduling(n), orDash(n.Labels["az"]), orDash(n.Labels["cloud"]), orDash(n.Tier),
-			frac(n.Reserved.Capacity, n.Allocatable, "cap"), fmt.Sprintf("%d/%d", n.Reserved.Cores, n.TotalCores),
-			gpuUsage(n), strconv.Itoa(n.Assignments), ago(n.LastSeen, now))
+// nodeRow is a node's line in `node list`.
+func nodeRow(n api.NodeSummary, now time.Time) []string {
+	sched := scheduling(api.Node{Cordoned: n.Cordoned, Draining: n.Draining})
+	gpu := "-"
+	if n.GPUCapacity > 0 {
+		gpu = frac(n.ReservedGPU, n.GPUCapacity, "")
 	}
-	return t.flush()
+	return []string{n.ID, n.Pool, n.Status, sched, orDash(n.Labels["az"]), orDash(n.Labels["cloud"]), orDash(n.Tier),
+		frac(n.ReservedCapacity, n.Allocatable, "cap"), fmt.Sprintf("%d/%d", n.ReservedCores, n.TotalCores),
+		gpu, strconv.Itoa(n.Assignments), ago(n.LastSeen, now)}
+}
+
+// otherLabels are the labels besides the failure-domain keys.
+func otherLabels(labels map[string]string) map[string]string {
+	out := maps.Clone(labels)
+	for _, k := range []string{"az", "cloud", "pool"} {
+		delete(out, k)
+	}
+	return out
 }
 
 func scheduling(n api.Node) string {
@@ -66,21 +84,6 @@ func scheduling(n api.Node) string {
 		return "cordoned"
 	}
 	return "eligible"
-}
-
-// gpuUsage sums the reserved share over every device, e.g. "1.5/2".
-func gpuUsage(n api.Node) string {
-	if len(n.GPUs) == 0 {
-		return "-"
-	}
-	var used, total float64
-	for _, g := range n.GPUs {
-		total += g.TotalCapacity
-	}
-	for _, g := range n.Reserved.GPUs {
-		used += g.Capacity
-	}
-	return frac(used, total, "")
 }
 
 // nodeStatus is the answer of `node status`: the node, and for the text

@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"iter"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,23 +25,27 @@ func newPoolListCmd(a *app) *cobra.Command {
 	return listCmd[api.Pool]{
 		Short: "List pools with their usage against their caps",
 		Kind:  "pools",
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Pool, error) {
-			pools, _, err := c.Pools(ctx, q)
-			return pools, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.Pool, error] {
+			return c.ListPools(ctx, o, q)
 		},
-		Table: printPoolList,
+		Paged: true, Variable: "pool",
+		Columns:     []string{"NAME", "KIND", "SCORING", "TIERS", "CAPACITY", "CORES", "DEFAULTS"},
+		Row:         poolRow,
+		WideColumns: []string{"NODES", "MODIFIED"},
+		WideRow: func(p api.Pool, _ time.Time) []string {
+			nodes := "-"
+			if p.Kind == api.PoolElastic {
+				nodes = fmt.Sprintf("%d-%d (warm %d)", p.MinNodes, p.MaxNodes, p.Warm)
+			}
+			return []string{nodes, strconv.FormatUint(p.ModifyIndex, 10)}
+		},
 	}.build(a)
 }
 
-func printPoolList(w io.Writer, pools []api.Pool) error {
-	t := newTable(w)
-	t.row("NAME", "KIND", "SCORING", "TIERS", "CAPACITY", "CORES", "DEFAULTS")
-	for _, p := range pools {
-		t.row(p.Name, orDefault(p.Kind, api.PoolCluster), orDefault(p.Scoring, api.ScoringBinpack), tiers(p.Tiers),
-			capped(p.Usage.Capacity, p.Caps.MaxCapacity, "cap"), capped(float64(p.Usage.Cores), float64(p.Caps.MaxCores), "cores"),
-			fmt.Sprintf("capacity=%s cores=%d", qty(p.Defaults.Capacity), p.Defaults.Cores))
-	}
-	return t.flush()
+func poolRow(p api.Pool, _ time.Time) []string {
+	return []string{p.Name, orDefault(p.Kind, api.PoolCluster), orDefault(p.Scoring, api.ScoringBinpack), tiers(p.Tiers),
+		capped(p.Usage.Capacity, p.Caps.MaxCapacity, "cap"), capped(float64(p.Usage.Cores), float64(p.Caps.MaxCores), "cores"),
+		fmt.Sprintf("capacity=%s cores=%d", qty(p.Defaults.Capacity), p.Defaults.Cores)}
 }
 
 // capped prints usage against a ceiling, where a zero ceiling means none.

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
+	"iter"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,22 +25,20 @@ func newServiceListCmd(a *app) *cobra.Command {
 	return listCmd[api.NodeService]{
 		Short: "List node services",
 		Kind:  "services",
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.NodeService, error) {
-			services, _, err := c.Services(ctx, q)
-			return services, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.NodeService, error] {
+			return c.ListServices(ctx, o, q)
 		},
-		Table: printServiceList,
+		Paged: true, Variable: "service",
+		Columns: []string{"ID", "POOLS", "LIFECYCLE", "CONSUMES", "PROVIDES", "DRIVER", "COMMAND"},
+		Row: func(s api.NodeService, _ time.Time) []string {
+			return []string{s.ID, list(s.Pools), orDefault(s.Lifecycle, "eager"), capabilityRequests(s.Consumes),
+				capabilities(s.Provides), launchText(s.Launch), launchCommand(s.Launch)}
+		},
+		WideColumns: []string{"MODIFIED"},
+		WideRow: func(s api.NodeService, _ time.Time) []string {
+			return []string{strconv.FormatUint(s.ModifyIndex, 10)}
+		},
 	}.build(a)
-}
-
-func printServiceList(w io.Writer, services []api.NodeService) error {
-	t := newTable(w)
-	t.row("ID", "POOLS", "LIFECYCLE", "CONSUMES", "PROVIDES", "DRIVER", "COMMAND")
-	for _, s := range services {
-		t.row(s.ID, list(s.Pools), orDefault(s.Lifecycle, "eager"), capabilityRequests(s.Consumes),
-			capabilities(s.Provides), launchText(s.Launch), launchCommand(s.Launch))
-	}
-	return t.flush()
 }
 
 func capabilities(cs []api.Capability) string {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -59,22 +61,18 @@ func newTemplateListCmd(a *app) *cobra.Command {
 	return listCmd[api.Template]{
 		Short: "List templates, each as its latest version says",
 		Kind:  "templates",
-		Fetch: func(ctx context.Context, c *api.Client, q *api.QueryOptions) ([]api.Template, error) {
-			list, _, err := c.Templates(ctx, q)
-			return list, err
+		Walk: func(ctx context.Context, c *api.Client, o api.ListOptions, q *api.QueryOptions) iter.Seq2[api.Template, error] {
+			return c.ListTemplates(ctx, o, q)
 		},
-		Table: printTemplateList,
+		Paged: true, Variable: "template",
+		Columns: []string{"NAME", "RUNTIME", "DIGEST", "FILES", "SIZE", "INDEX"},
+		Row: func(tpl api.Template, _ time.Time) []string {
+			return []string{tpl.Name, tpl.Runtime, shortDigest(tpl.Digest), strconv.Itoa(tpl.Files), byteSize(tpl.Size),
+				strconv.FormatUint(tpl.CreateIndex, 10)}
+		},
+		WideColumns: []string{"FULL DIGEST"},
+		WideRow:     func(tpl api.Template, _ time.Time) []string { return []string{tpl.Digest} },
 	}.build(a)
-}
-
-func printTemplateList(w io.Writer, list []api.Template) error {
-	t := newTable(w)
-	t.row("NAME", "RUNTIME", "DIGEST", "FILES", "SIZE", "INDEX")
-	for _, tpl := range list {
-		t.row(tpl.Name, tpl.Runtime, shortDigest(tpl.Digest), strconv.Itoa(tpl.Files), byteSize(tpl.Size),
-			strconv.FormatUint(tpl.CreateIndex, 10))
-	}
-	return t.flush()
 }
 
 func newTemplateShowCmd(a *app) *cobra.Command {

@@ -43,6 +43,12 @@ export function headers(extra = {}) {
 // api calls the JSON API of the serving server and returns the decoded
 // body (null when there is none). Failures throw an ApiError.
 export async function api(method, path, { signal } = {}) {
+  return (await apiResponse(method, path, { signal })).body;
+}
+
+// apiResponse is api with what the headers say: the state index a read
+// answered at, and for a list the token of its next page ('' on the last).
+export async function apiResponse(method, path, { signal } = {}) {
   let resp;
   try {
     resp = await fetch(path, { method, headers: headers(), signal, cache: 'no-store' });
@@ -52,7 +58,72 @@ export async function api(method, path, { signal } = {}) {
   }
   if (!resp.ok) throw await errorFrom(resp);
   const text = await resp.text();
-  return text ? JSON.parse(text) : null;
+  return {
+    body: text ? JSON.parse(text) : null,
+    index: Number(resp.headers.get('X-Amserver-Index')) || 0,
+    next: resp.headers.get('X-Amserver-NextToken') || '',
+  };
+}
+
+// withQuery appends query parameters (skipping empty ones) to a path.
+export function withQuery(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== '' && v !== null && v !== undefined && v !== false) q.set(k, v === true ? 'true' : String(v));
+  }
+  const s = q.toString();
+  if (!s) return path;
+  return path + (path.includes('?') ? '&' : '?') + s;
+}
+
+// watch reads path now and then again each time what it reads changes: a
+// blocking query (?index=&wait=) instead of a poll, so an idle page costs
+// the servers one parked request. onData gets each answer; a failure is
+// reported under where and retried after a pause. It returns the stop.
+export function watch(where, path, onData, { minGapMs = 300, onError } = {}) {
+  const ctl = new AbortController();
+  (async () => {
+    let index = 0;
+    while (!ctl.signal.aborted) {
+      const started = Date.now();
+      try {
+        const r = await apiResponse('GET', index ? withQuery(path, { index, wait: '30s' }) : path, { signal: ctl.signal });
+        if (ctl.signal.aborted) return;
+        index = r.index;
+        clearError(where);
+        onData(r);
+      } catch (e) {
+        if (ctl.signal.aborted || e.name === 'AbortError') return;
+        if (onError) onError(e);
+        else reportError(where, e);
+        // A refusal (a bad filter, a missing object, no token) stays one
+        // until something changes, and a change remounts the view.
+        if (e.status >= 400 && e.status < 500 && e.status !== 429) return;
+        index = 0;
+        await pause(3000, ctl.signal);
+        continue;
+      }
+      // A burst of writes wakes the query again at once: coalesce them.
+      await pause(Math.max(0, minGapMs - (Date.now() - started)), ctl.signal);
+    }
+  })();
+  return () => ctl.abort();
+}
+
+export function pause(ms, signal) {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    if (signal) signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+}
+
+// link is an in-page link to a view (#/bundles/id).
+export function link(hash, text, props = {}) {
+  return h('a', { href: hash, ...props }, text);
+}
+
+export function idLink(kind, id) {
+  return link(`#/${kind}/${encodeURIComponent(id)}`, id, { class: 'mono', data: { link: kind } });
 }
 
 // errorFrom reads {"error":{"code","message","errors"}}; a body that is not
@@ -131,6 +202,15 @@ export function unavailable(what) {
   return h('p', { class: 'empty' }, `Could not load ${what}; the error is shown above. Retrying every few seconds.`);
 }
 
+// mark records a timing (performance.mark) that the browser tests read.
+export function mark(name) {
+  try {
+    performance.mark(name);
+  } catch {
+    // timings are best effort
+  }
+}
+
 export function askForToken(err) {
   const panel = document.getElementById('token-panel');
   document.getElementById('token-reason').textContent = err
@@ -168,19 +248,6 @@ export function chip(text) {
 export function num(n) {
   if (typeof n !== 'number' || !isFinite(n)) return '–';
   return String(Math.round(n * 100) / 100);
-}
-
-// bar is one usage row (label, bar, "used / total") for a .bars grid.
-export function bar(label, used, total, suffix = '') {
-  const pct = total > 0 ? Math.min(100, (used / total) * 100) : used > 0 ? 100 : 0;
-  const fill = h('div', { class: `fill ${pct >= 90 ? 'high' : pct >= 70 ? 'mid' : ''}`.trim() });
-  fill.style.width = `${pct.toFixed(1)}%`; // CSSOM, allowed under the CSP
-  return [
-    h('span', { class: 'bar-label' }, label),
-    h('div', { class: 'bar', role: 'meter', 'aria-label': label, 'aria-valuemin': 0,
-      'aria-valuemax': total, 'aria-valuenow': used }, fill),
-    h('span', { class: 'bar-value' }, `${num(used)} / ${num(total)}${suffix}`),
-  ];
 }
 
 export function clock(d) {
@@ -228,22 +295,4 @@ export function confirmAction(title, text, okLabel = 'Confirm') {
     dlg.showModal();
     cancel.focus();
   });
-}
-
-// poll runs fn now and then every ms after it settles, until stopped.
-export function poll(fn, ms) {
-  let stopped = false;
-  let timer = null;
-  const tick = async () => {
-    try {
-      await fn();
-    } finally {
-      if (!stopped) timer = setTimeout(tick, ms);
-    }
-  };
-  tick();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
-  };
 }

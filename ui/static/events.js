@@ -40,8 +40,27 @@ export function startFeed() {
   follow(controller.signal);
 }
 
+// REPLAY is how far back (in Raft indexes) a fresh page starts its feed:
+// the latest events, not the whole log (up to 10,000 events) every time
+// a browser opens the UI.
+const REPLAY = 2000;
+
+// startIndex is where a fresh feed begins: a little before the server's
+// current index (0 when that cannot be read).
+async function startIndex(signal) {
+  try {
+    const resp = await fetch('/v1/health', { headers: headers(), signal, cache: 'no-store' });
+    if (!resp.ok) return 0;
+    const health = await resp.json();
+    return Math.max(0, (Number(health.index) || 0) - REPLAY);
+  } catch {
+    return 0;
+  }
+}
+
 async function follow(signal) {
   let delay = 1000;
+  if (!feed.lastIndex) feed.lastIndex = await startIndex(signal);
   while (!signal.aborted) {
     try {
       const resp = await fetch(`/v1/events?index=${feed.lastIndex}`, {

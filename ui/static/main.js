@@ -1,28 +1,37 @@
-// Entry point: hash routing between the views, the token panel, the
-// connection indicator in the top bar and the event feed.
+// Entry point: hash routing between the views (#/bundles, #/bundles/<id>,
+// #/nodes/<id>, …), the token panel, the connection indicator in the top
+// bar and the event feed.
 import { api, askForToken, setToken, token, attempt } from './app.js';
-import * as overview from './overview.js';
+import * as cluster from './cluster.js';
 import * as nodes from './nodes.js';
+import * as node from './node.js';
 import * as bundles from './bundles.js';
+import * as bundle from './bundle.js';
 import * as events from './events.js';
 
-const views = { overview, nodes, bundles, events };
+// views by the first part of the fragment; with an id, the second entry.
+const views = {
+  cluster: [cluster], overview: [cluster], nodes: [nodes, node], bundles: [bundles, bundle], events: [events],
+};
 let stopView = null;
 
-// route mounts the view the URL fragment names (#/nodes); a view's mount
-// returns the function that stops its refreshing.
+// route mounts the view the URL fragment names; a view's mount returns
+// the function that stops its live updates.
 function route() {
-  const name = location.hash.replace(/^#\/?/, '').split(/[/?]/)[0];
-  const key = Object.hasOwn(views, name) ? name : 'overview';
+  const parts = location.hash.replace(/^#\/?/, '').split('?')[0].split('/');
+  const key = Object.hasOwn(views, parts[0]) ? parts[0] : 'cluster';
+  const id = parts.length > 1 && parts[1] ? decodeURIComponent(parts.slice(1).join('/')) : '';
+  const view = id && views[key][1] ? views[key][1] : views[key][0];
+  const nav = key === 'overview' ? 'cluster' : key;
   if (stopView) stopView();
   for (const a of document.querySelectorAll('#nav a')) {
-    a.classList.toggle('active', a.dataset.view === key);
+    a.classList.toggle('active', a.dataset.view === nav);
   }
   const root = document.getElementById('view');
   root.replaceChildren();
-  root.dataset.view = key;
-  document.title = `${views[key].title} · amserver`;
-  stopView = views[key].mount(root);
+  root.dataset.view = id ? `${nav}/item` : nav;
+  document.title = `${id || view.title} · amserver`;
+  stopView = view.mount(root, id);
 }
 
 function wireToken() {

@@ -1,0 +1,236 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/amserver/amserver/api"
+)
+
+// The load test (make loadtest): no token holder can starve the cluster.
+// Three servers run as processes of their own, loaded with bundles; then
+// writes run alone (the idle figures), then with thousands of read-token
+// clients (lists, event streams from index 0, blocking queries that the
+// writes wake). It reports elections, the leader's resident set over its
+// idle one, /v1/health p99 and write p99 against idle, each with its goal.
+
+// LoadOptions size a load test.
+type LoadOptions struct {
+	Root         string // the repository (its cmd/amserver is built)
+	Dir          string // scratch: binary, data, logs
+	Servers      int
+	Bundles      int
+	Clients      int
+	ReadTokens   int
+	WriteRate    int // creates per second, in both phases
+	Idle, Load   time.Duration
+	TimeoutScale float64
+	// ServerArgs are more flags for every server (--http-max-expensive 1).
+	ServerArgs []string
+	Progress   func(format string, args ...any)
+}
+
+// Goals of the load test.
+const (
+	loadRSSGoal    = 256 << 20
+	loadHealthGoal = 100 * time.Millisecond
+	loadWriteRatio = 2.0
+)
+
+// RunLoad runs the load test and returns its rows.
+func RunLoad(ctx context.Context, o LoadOptions) ([]Result, error) {
+	bin, err := buildAmserver(ctx, o.Root, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale, o.ServerArgs)
+	if c != nil {
+		defer c.stop()
+	}
+	if err != nil {
+		return nil, err
+	}
+	o.Progress("%d servers up; loading %d bundles", o.Servers, o.Bundles)
+	start := time.Now()
+	if err := loadBundles(ctx, c, o.Bundles); err != nil {
+		return nil, err
+	}
+	o.Progress("loaded in %s", time.Since(start).Round(time.Second))
+	leader, err := c.leader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	idle := runPhase(ctx, c, leader, o, 0)
+	o.Progress("idle: write p99 %s, health p99 %s, leader RSS %.0f MiB", idle.writes.q(0.99), idle.health.q(0.99), mib(idle.rss))
+	loaded := runPhase(ctx, c, leader, o, o.Clients)
+	o.Progress("load: %d clients, %d pages, %d event lines, %d woken, %d turned away (429), %d failed",
+		o.Clients, loaded.counts.pages.Load(), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(),
+		loaded.counts.tooMany.Load(), loaded.counts.failed.Load())
+	return loadResults(o, idle, loaded), nil
+}
+
+// phase is what one phase measured.
+type phase struct {
+	writes, health latencies
+	rss, peak      uint64 // the leader's resident set: median and highest
+	elections      uint64
+	leaderChanges  int
+	counts         loadCounts
+	took           time.Duration
+}
+
+// runPhase runs writes (and clients readers, when > 0) for the phase's
+// time, sampling the leader's RSS and health, and the Raft term.
+func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOptions, clients int) *phase {
+	p := &phase{}
+	d := o.Idle
+	if clients > 0 {
+		d = o.Load
+	}
+	term0, _ := c.term(ctx)
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var wg sync.WaitGroup
+	var readers *sync.WaitGroup
+	if clients > 0 {
+		readers = startReaders(pctx, c, clients, &p.counts)
+	}
+	prefix := "idle"
+	if clients > 0 {
+		prefix = "load"
+	}
+	wg.Go(func() { writer(pctx, c, o.WriteRate, prefix, &p.writes) })
+	wg.Go(func() { prober(pctx, leader, 50*time.Millisecond, &p.health) })
+	var samples []uint64
+	var changes atomic.Int64
+	wg.Go(func() { samples = sampleLeader(pctx, c, leader, &changes) })
+	start := time.Now()
+	wg.Wait()
+	if readers != nil {
+		readers.Wait()
+	}
+	p.took = time.Since(start)
+	term1, _ := c.term(ctx)
+	p.elections, p.leaderChanges = term1-min(term0, term1), int(changes.Load())
+	slices.Sort(samples)
+	if len(samples) > 0 {
+		p.rss, p.peak = samples[len(samples)/2], samples[len(samples)-1]
+	}
+	return p
+}
+
+// sampleLeader samples the leader's RSS twice a second and counts the
+// times the first server names a new leader.
+func sampleLeader(ctx context.Context, c *loadCluster, leader *loadServer, changes *atomic.Int64) []uint64 {
+	var out []uint64
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	current := leader
+	for {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+		out = append(out, leader.rss())
+		if l, err := c.leader(ctx); err == nil && l != current {
+			changes.Add(1)
+			current = l
+		}
+	}
+}
+
+func (l *latencies) q(p float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// loadSpec is a loaded bundle: one small job, starting in 2099, so it is
+// listed, encoded and streamed like any other but never placed (there are
+// no workers to place it on).
+func loadSpec(id string) api.BundleSpec {
+	return api.BundleSpec{ID: id, Pool: "default", StartAt: "2099-01-01T00:00:00Z",
+		Tags: map[string]string{"team": "video", "channel": id},
+		Jobs: []api.Job{{Name: "enc", Requirements: api.Requirements{Capacity: 1}},
+			{Name: "mux", Requirements: api.Requirements{Capacity: 0.5}, CoLocateWith: []string{"enc"}}}}
+}
+
+// loadBundles creates n bundles, 64 at a time over every server.
+func loadBundles(ctx context.Context, c *loadCluster, n int) error {
+	mgmt := c.client(c.servers[0], c.mgmt)
+	if _, err := mgmt.PutPool(ctx, api.Pool{Name: "default"}); err != nil {
+		return fmt.Errorf("pool: %w", err)
+	}
+	var (
+		next   atomic.Int64
+		failed atomic.Int64
+		first  atomic.Value
+		wg     sync.WaitGroup
+	)
+	for w := range 64 {
+		cl := c.client(c.servers[w%len(c.servers)], c.mgmt)
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				if _, err := cl.CreateBundle(ctx, loadSpec(fmt.Sprintf("bulk-%07d", i))); err != nil {
+					failed.Add(1)
+					first.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f > int64(n)/100 {
+		return fmt.Errorf("%d of %d creates failed, first: %v", f, n, first.Load())
+	}
+	return ctx.Err()
+}
+
+func loadResults(o LoadOptions, idle, loaded *phase) []Result {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	rise := loaded.peak - min(loaded.peak, idle.rss)
+	ratio := ms(loaded.writes.q(0.99)) / max(ms(idle.writes.q(0.99)), 0.001)
+	total := loaded.counts.pages.Load() + loaded.counts.tooMany.Load()
+	name := func(s string) string { return fmt.Sprintf("%s, %d clients, %d bundles", s, o.Clients, o.Bundles) }
+	return []Result{
+		{Suite: "load", Name: name("elections during the load"), Value: float64(loaded.elections), Unit: "elections",
+			Target: "0", Met: Met(loaded.elections == 0 && loaded.leaderChanges == 0),
+			Note: fmt.Sprintf("Raft term rise; the leader changed %d times (%d elections while idle)", loaded.leaderChanges, idle.elections)},
+		{Suite: "load", Name: name("leader RSS over idle"), Value: mib(rise), Unit: "MiB", Target: "<= 256 MiB",
+			Met: Met(rise <= loadRSSGoal), Note: fmt.Sprintf("idle %.0f MiB, peak %.0f MiB under load", mib(idle.rss), mib(loaded.peak))},
+		{Suite: "load", Name: name("/v1/health p99 at the leader"), Value: ms(loaded.health.q(0.99)), Unit: "ms", Target: "<= 100 ms",
+			Met:  Met(loaded.health.q(0.99) <= loadHealthGoal && loaded.health.failed == 0),
+			Note: fmt.Sprintf("every 50 ms; idle p99 %.1f ms; %d failed", ms(idle.health.q(0.99)), loaded.health.failed)},
+		{Suite: "load", Name: name("write p99 under load / idle"), Value: ratio, Unit: "ratio", Target: "<= 2x",
+			Met: Met(ratio <= loadWriteRatio),
+			Note: fmt.Sprintf("creates at %d/s: p99 %.1f ms under load, %.1f ms idle (p50 %.1f / %.1f); %d and %d failed",
+				o.WriteRate, ms(loaded.writes.q(0.99)), ms(idle.writes.q(0.99)), ms(loaded.writes.q(0.5)), ms(idle.writes.q(0.5)),
+				loaded.writes.failed, idle.writes.failed)},
+		{Suite: "load", Name: name("reads served"), Value: float64(loaded.counts.pages.Load()) / loaded.took.Seconds(), Unit: "pages/s",
+			Note: fmt.Sprintf("%.0f MiB received, %d event lines, %d blocking queries woken, %d failed",
+				float64(loaded.counts.bytes.Load())/(1<<20), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(), loaded.counts.failed.Load())},
+		{Suite: "load", Name: name("reads turned away (429)"), Value: 100 * float64(loaded.counts.tooMany.Load()) / float64(max(total, 1)), Unit: "%",
+			Note: fmt.Sprintf("%d of %d list and stream requests; the clients waited Retry-After and came back", loaded.counts.tooMany.Load(), total)},
+	}
+}
+
+// LoadScratch makes the load test's scratch directory.
+func LoadScratch() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "amload-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
+}

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// answer is an encoded read: the JSON body and, for a list, the token of
+// the next page.
+type answer struct {
+	body []byte
+	next string
+}
+
+// pageResult is what a list's readFunc returns: the page's items and the
+// next page's token ("" on the last).
+type pageResult struct {
+	items any
+	next  string
+}
+
+func encodeAnswer(v any) (answer, error) {
+	var a answer
+	if p, ok := v.(pageResult); ok {
+		v, a.next = p.items, p.next
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return answer{}, fmt.Errorf("encode answer: %w", err)
+	}
+	a.body = append(body, '\n')
+	return a, nil
+}
+
+// Shared answers: requests for the same thing at the same state index get
+// one encoding. A write wakes every blocking query waiting on its tables at
+// once; without sharing, 100 idle list watchers woken by one write built
+// and sent 776 MB. An answer is reused only briefly (answers that read the
+// gossip view, such as a node's lastSeen, must not freeze), and only while
+// the sum of the kept bodies stays bounded.
+const (
+	sharedTTL      = time.Second
+	sharedMaxBytes = 64 << 20
+	sharedSweepAt  = 256 // entries; beyond it each insert drops the expired
+)
+
+type sharedAnswers struct {
+	mu      sync.Mutex
+	entries map[string]*sharedEntry
+	bytes   int
+}
+
+type sharedEntry struct {
+	index uint64
+	ready chan struct{} // closed when ans and ok are set
+	ans   answer
+	ok    bool
+	at    time.Time
+}
+
+func newSharedAnswers() *sharedAnswers { return &sharedAnswers{entries: map[string]*sharedEntry{}} }
+
+// get returns the answer for key at index: one being computed or computed
+// within the TTL, else compute's. Only successes are shared: a waiter whose
+// leader failed (its client left, it was turned away) computes its own.
+func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compute func() (answer, error)) (answer, error) {
+	s.mu.Lock()
+	e := s.entries[key]
+	if e != nil && e.index == index && (e.at.IsZero() || time.Since(e.at) < sharedTTL) {
+		s.mu.Unlock()
+		select {
+		case <-e.ready:
+			if e.ok {
+				return e.ans, nil
+			}
+		case <-ctx.Done():
+			return answer{}, ctx.Err()
+		}
+		return compute()
+	}
+	e = &sharedEntry{index: index, ready: make(chan struct{})}
+	s.put(key, e)
+	s.mu.Unlock()
+
+	ans, err := compute()
+	s.mu.Lock()
+	e.ans, e.ok, e.at = ans, err == nil, time.Now()
+	if s.entries[key] == e {
+		if err != nil || s.bytes+len(ans.body) > sharedMaxBytes {
+			delete(s.entries, key)
+		} else {
+			s.bytes += len(ans.body)
+		}
+	}
+	close(e.ready)
+	s.mu.Unlock()
+	return ans, err
+}
+
+// put installs e under key (the caller holds mu), dropping what it
+// replaces and, when the map has grown, every expired entry.
+func (s *sharedAnswers) put(key string, e *sharedEntry) {
+	if old := s.entries[key]; old != nil && !old.at.IsZero() {
+		s.bytes -= len(old.ans.body)
+	}
+	s.entries[key] = e
+	if len(s.entries) < sharedSweepAt {
+		return
+	}
+	for k, old := range s.entries {
+		if !old.at.IsZero() && time.Since(old.at) >= sharedTTL {
+			s.bytes -= len(old.ans.body)
+			delete(s.entries, k)
+		}
+	}
+}
+
+// shareKey names what a read answers: its path and every query parameter
+// except those that say how to read (consistency, blocking), which do not
+// change the answer at a given index.
+func shareKey(c echo.Context) string {
+	req := c.Request()
+	q := c.QueryParams()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		switch k {
+		case "index", "wait", "stale", "consistent":
+		default:
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	b.WriteString(req.Method + " " + req.URL.Path + "?")
+	for _, k := range keys {
+		for _, v := range q[k] {
+			b.WriteString(url.QueryEscape(k) + "=" + url.QueryEscape(v) + "&")
+		}
+	}
+	return b.String()
+}
