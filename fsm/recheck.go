@@ -41,13 +41,14 @@ func recheckf(check, format string, args ...any) error {
 // list as entries of their own.
 type placeCheck struct {
 	name  string
-	check func(t *tx, b *Bundle, job *Job, n *Node) error
+	check func(t *tx, b *Bundle, job *Job, n *Node, g ledger.Grant) error
 }
 
 var placeChecks = []placeCheck{
 	{"pool", checkTier},
 	{"taints", checkTaints},
 	{"constraints", checkConstraints},
+	{"matches", checkMatches},
 }
 
 // recheckPlace runs every placeCheck for job p of b on node n.
@@ -60,7 +61,7 @@ func (t *tx) recheckPlace(b *Bundle, p Place, n *Node) error {
 		return fmt.Errorf("%w: bundle %s has no job %s", ErrInvalid, b.ID(), p.Job)
 	}
 	for _, c := range placeChecks {
-		if err := c.check(t, b, job, n); err != nil {
+		if err := c.check(t, b, job, n, p.Grant); err != nil {
 			return err
 		}
 	}
@@ -68,7 +69,7 @@ func (t *tx) recheckPlace(b *Bundle, p Place, n *Node) error {
 }
 
 // checkTier: a pool with tiers uses only nodes whose cloud is in one.
-func checkTier(t *tx, b *Bundle, job *Job, n *Node) error {
+func checkTier(t *tx, b *Bundle, job *Job, n *Node, _ ledger.Grant) error {
 	p := t.State.Pool(n.Pool)
 	if p == nil || len(p.Tiers) == 0 {
 		return nil
@@ -82,7 +83,7 @@ func checkTier(t *tx, b *Bundle, job *Job, n *Node) error {
 }
 
 // checkTaints: the job tolerates every taint of the node.
-func checkTaints(_ *tx, b *Bundle, job *Job, n *Node) error {
+func checkTaints(_ *tx, b *Bundle, job *Job, n *Node, _ ledger.Grant) error {
 	for _, taint := range n.Taints {
 		if !slices.Contains(job.Tolerations, taint) {
 			return recheckf("taints", "bundle %s job %s: node %s has taint %q, which the job does not tolerate", b.ID(), job.Name, n.ID, taint)
@@ -94,7 +95,7 @@ func checkTaints(_ *tx, b *Bundle, job *Job, n *Node) error {
 // checkConstraints: every constraint of the job holds on the node; one that
 // fails to evaluate rejects the part, as it filters the node in placement.
 // Without an evaluator (an FSM built for a test) constraints are not checked.
-func checkConstraints(t *tx, b *Bundle, job *Job, n *Node) error {
+func checkConstraints(t *tx, b *Bundle, job *Job, n *Node, _ ledger.Grant) error {
 	if t.eval == nil {
 		return nil
 	}
@@ -105,6 +106,42 @@ func checkConstraints(t *tx, b *Bundle, job *Job, n *Node) error {
 			return recheckf("constraints", "bundle %s job %s: constraint %q on node %s: %v", b.ID(), job.Name, clip(expr), n.ID, err)
 		case !ok:
 			return recheckf("constraints", "bundle %s job %s: constraint %q does not hold on node %s", b.ID(), job.Name, clip(expr), n.ID)
+		}
+	}
+	return nil
+}
+
+// checkMatches: the node still offers what the job's request matched when
+// its grant was chosen. The ledger counts capabilities and GPU capacity,
+// but a re-registration may keep the counts and change a capability's
+// attributes or a GPU's model.
+func checkMatches(_ *tx, b *Bundle, job *Job, n *Node, g ledger.Grant) error {
+	inv := n.Inventory()
+	for _, cr := range job.Requirements.Capabilities {
+		i := capabilityIndex(inv.Capabilities, cr.Name)
+		if i < 0 {
+			return recheckf(ledger.DimCapabilityPrefix+cr.Name, "bundle %s job %s: node %s has no capability %q", b.ID(), job.Name, n.ID, cr.Name)
+		}
+		for _, k := range sortedKeys(cr.AttributeMatches) {
+			if got, ok := inv.Capabilities[i].Attributes[k]; !ok || got != cr.AttributeMatches[k] {
+				return recheckf(ledger.DimCapabilityPrefix+cr.Name, "bundle %s job %s: capability %q on node %s has %s=%q, the job needs %q",
+					b.ID(), job.Name, cr.Name, n.ID, k, got, cr.AttributeMatches[k])
+			}
+		}
+	}
+	model := job.Requirements.GPUModel
+	if model == "" {
+		return nil
+	}
+	devices := slices.Clone(g.ExclusiveGPUs)
+	if g.GPU != nil {
+		devices = append(devices, g.GPU.Index)
+	}
+	for _, idx := range devices {
+		for _, d := range inv.GPUs {
+			if d.Index == idx && d.Model != model {
+				return recheckf(ledger.DimGPU, "bundle %s job %s: gpu %d on node %s is a %s, the job needs a %s", b.ID(), job.Name, idx, n.ID, d.Model, model)
+			}
 		}
 	}
 	return nil

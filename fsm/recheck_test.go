@@ -172,3 +172,42 @@ func TestPlanRecheckPinnedSurvivors(t *testing.T) {
 		t.Fatalf("want coLocateWith rejection, got %+v", pr)
 	}
 }
+
+// TestPlanRecheckMatchedResources: a node re-registered with the same
+// counts but other capability attributes or GPU models no longer serves a
+// job that asked for them; a stale grant on it must be rejected, not booked
+// on a device or capability the job did not ask for (found by
+// TestPropStalePlanRecheck in the scheduler package).
+func TestPlanRecheckMatchedResources(t *testing.T) {
+	nic := ledger.CapabilityRequest{Name: "nic", Count: 1, AttributeMatches: map[string]string{"speed": "25g"}}
+	cases := []struct {
+		name   string
+		req    ledger.Request
+		grant  ledger.Grant
+		change func(n *Node)
+	}{
+		{"capability attribute changed", ledger.Request{Capabilities: []ledger.CapabilityRequest{nic}},
+			ledger.Grant{Capabilities: []ledger.CapabilityCount{{Name: "nic", Count: 1}}},
+			func(n *Node) { n.Capabilities[0].Attributes = map[string]string{"speed": "10g"} }},
+		{"gpu share of another model", ledger.Request{GPUCapacity: 500, GPUModel: "t4"},
+			ledger.Grant{GPU: &ledger.GPUShare{Index: 0, Capacity: 500}},
+			func(n *Node) { n.GPUs[0].Model = "a100" }},
+		{"exclusive gpu of another model", ledger.Request{ExclusiveGPUs: 1, GPUModel: "t4"},
+			ledger.Grant{ExclusiveGPUs: []int{0}},
+			func(n *Node) { n.GPUs[0].Model = "a100" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := recheckFixture(t)
+			h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("x", "p", Job{Name: "a", Requirements: tc.req})})
+			stale := PlanPart{Updates: []BundleUpdate{upd("x", Place{Slot: 0, Job: "a", Node: "n1", Grant: tc.grant})}}
+			n := testNode("n1", "p", "az1", "c1", 8000, 8)
+			tc.change(&n)
+			h.ok(RegisterNodeType, &RegisterNodeRequest{Node: n})
+			pr := h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{stale}}).Value.(*PlanResult)
+			if len(pr.Committed) != 0 || len(pr.Rejected) != 1 {
+				t.Fatalf("a grant the node no longer serves was committed: %+v", pr)
+			}
+		})
+	}
+}
