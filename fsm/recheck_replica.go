@@ -151,10 +151,12 @@ func (t *tx) placedNode(j JobPlacement) *Node {
 // checkForbids: a backup that shares a node, AZ or cloud with the primary
 // where the bundle forbids it is valid only when the bundle records the
 // matching degradation: the resilience ladder relaxes forbids on purpose
-// and says so (DESIGN §3.4), and a plan that did not is stale.
+// and says so (DESIGN §3.4), and a plan that did not is stale. Only a
+// complete backup is one: the jobs a repair leaves of a backup it could not
+// complete protect nothing, and the bundle says noBackup.
 func checkForbids(t *tx, b *Bundle, _ *Replica) error {
 	res := b.Spec.Resilience
-	if res == nil || len(b.Replicas) < 2 {
+	if res == nil || len(b.Replicas) < 2 || !b.Replicas[0].Complete() || !b.Replicas[1].Complete() {
 		return nil
 	}
 	prim, back := t.replicaDomains(&b.Replicas[0]), t.replicaDomains(&b.Replicas[1])

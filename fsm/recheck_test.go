@@ -211,3 +211,25 @@ func TestPlanRecheckMatchedResources(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRecheckPartialBackup: a repair that re-places a primary's lost
+// job but cannot complete the backup records noBackup; what is left of the
+// backup may share the primary's nodes (found by the leader's placement
+// property, where a failover did exactly this).
+func TestPlanRecheckPartialBackup(t *testing.T) {
+	h := recheckFixture(t)
+	spec := twoJobs(func(a, _ *Job) { a.SeparateFrom = []string{"b"} })
+	spec.Resilience = &Resilience{SameNode: Forbid, SameAz: Allow, SameCloud: Allow}
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	first := upd("x", jobOn(0, "a", "n1"), jobOn(0, "b", "n2"), jobOn(1, "a", "n2"), jobOn(1, "b", "n1"))
+	first.SetDegradations, first.Degradations = true, []Degradation{{Code: DegradeBackupSameNode}}
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Updates: []BundleUpdate{first}}}})
+	h.ok(NodeStatusType, &NodeStatusRequest{NodeID: "n1", Status: NodeDown})
+	repair := upd("x", jobOn(0, "a", "n3"))
+	repair.Release = []SlotJob{{Slot: 0, Job: "a"}, {Slot: 1, Job: "b"}}
+	repair.SetDegradations, repair.Degradations = true, []Degradation{{Code: DegradeNoBackup}}
+	pr := h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Updates: []BundleUpdate{repair}}}}).Value.(*PlanResult)
+	if len(pr.Committed) != 1 {
+		t.Fatalf("the repair was rejected: %+v", pr.Rejected)
+	}
+}

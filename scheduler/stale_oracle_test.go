@@ -214,10 +214,11 @@ func (o *staleOracle) intraReplica(spec *fsm.BundleSpec, r *fsm.Replica) bool {
 	return spec.Placement.SameAz != fsm.SameAzHard || len(azs) <= 1
 }
 
-// forbidsRecorded: every forbidden domain the replicas share is among the
-// bundle's degradations, as the scheduler's own derivation names them.
+// forbidsRecorded: every forbidden domain two complete replicas share is
+// among the bundle's degradations, as the scheduler's own derivation names
+// them (a partial backup is no backup: the bundle records noBackup).
 func (o *staleOracle) forbidsRecorded(b *fsm.Bundle) bool {
-	if b.Spec.Resilience == nil || len(b.Replicas) < 2 {
+	if b.Spec.Resilience == nil || len(b.Replicas) < 2 || !b.Replicas[0].Complete() || !b.Replicas[1].Complete() {
 		return true
 	}
 	prim, back := o.batch.domainsOf(placedOf(&b.Replicas[0])), o.batch.domainsOf(placedOf(&b.Replicas[1]))
