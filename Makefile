@@ -73,7 +73,7 @@ selftest:
 	$(GO) test -tags plantbugs -count=1 -timeout 3m -run TestStalePlanCatchesSkipRecheck -v ./scheduler
 
 # Each fuzz target briefly; `make fuzz-long` for a real session.
-FUZZ_TARGETS = ./fsm:FuzzApply ./fsm:FuzzRestore ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON ./httpapi:FuzzOtherBodies
+FUZZ_TARGETS = ./fsm:FuzzApply ./fsm:FuzzRestore ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON ./httpapi:FuzzOtherBodies ./httpapi:FuzzScanBody
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -9,6 +9,7 @@ import (
 // Error codes of the error body (DESIGN §7).
 const (
 	CodeBadRequest       = "badRequest"
+	CodeDuplicateKey     = "duplicateKey" // a JSON object in the body names a key twice
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodeNotFound         = "notFound"
@@ -39,6 +40,8 @@ const (
 	FindingUnsatisfiableCores        = "unsatisfiableCores"
 	FindingUnsatisfiableGpu          = "unsatisfiableGpu"
 	FindingUnsatisfiableCapability   = "unsatisfiableCapability"
+	FindingLimitExceeded             = "limitExceeded" // a list, map, string or number over its bound
+	FindingInvalidText               = "invalidText"   // a name, key, tag or label that is not printable UTF-8
 )
 
 // Finding is one static-validation result.

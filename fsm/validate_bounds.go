@@ -7,14 +7,15 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/ledger"
 )
 
 // Validation codes for the bounds on what clients send (DESIGN §3.7): a
 // count or size over its limit, and text that is not printable UTF-8.
 const (
-	CodeLimitExceeded = "limitExceeded"
-	CodeInvalidText   = "invalidText"
+	CodeLimitExceeded = api.FindingLimitExceeded
+	CodeInvalidText   = api.FindingInvalidText
 )
 
 // Bounds on client-set lists, maps and strings. Each is far above any real

@@ -55,7 +55,7 @@ type badCase struct {
 }
 
 func badInputCases() []badCase {
-	return slices.Concat(badRequestCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases())
+	return slices.Concat(badRequestCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(), boundCases())
 }
 
 const bundles = "/v1/bundles"

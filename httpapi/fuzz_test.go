@@ -43,6 +43,8 @@ func FuzzBundleJSON(f *testing.F) {
 		`{"pool":"p1","startAt":"2262-04-11T23:47:16.854775807Z","jobs":[{"name":"a"}]}`,
 		`{"pool":"p1","jobs":[{"name":"a","coLocateWith":["a","b"],"constraints":["!!"]}]}`,
 		`{"id":"","pool":"","jobs":null}`, `null`, `[]`, `{"pool":"p1"}{}`, `{`, ``,
+		`{"pool":"p1","pool":"p1","jobs":[{"name":"a"}]}`, `{"pool":"p1","jobs":[{"name":"a","launch":{"env":{"A":"1","A":"2"}}}]}`,
+		`{"pool":"p1","tags":{"k":"\u202e"},"jobs":[{"name":"a"}]}`, "{\"pool\":\"p1\",\"tags\":{\"k\":\"\xff\"},\"jobs\":[{\"name\":\"a\"}]}",
 	} {
 		f.Add([]byte(seed))
 	}
