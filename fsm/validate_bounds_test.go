@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -41,30 +42,24 @@ func boundSpec() BundleSpec {
 	return BundleSpec{ID: "b", Pool: "p", Jobs: []Job{{Name: "a"}, {Name: "b"}}}
 }
 
-// bundleBounds: each bound on a bundle, just at it and just over.
-func bundleBounds() map[string]struct {
+type boundEdit = struct {
 	code string
 	edit func(s *BundleSpec)
-} {
-	a := func(s *BundleSpec) *Job { return &s.Jobs[0] }
-	type c = struct {
-		code string
-		edit func(s *BundleSpec)
-	}
-	caps := func(n, nameLen int) []ledger.CapabilityRequest {
-		var out []ledger.CapabilityRequest
-		for i, name := range names("c", n) {
-			if nameLen > 0 && i == 0 {
-				name = strings.Repeat("c", nameLen)
-			}
-			out = append(out, ledger.CapabilityRequest{Name: name, Count: 1})
-		}
-		return out
-	}
-	attrs := func(m map[string]string) []ledger.CapabilityRequest {
-		return []ledger.CapabilityRequest{{Name: "nic", Count: 1, AttributeMatches: m}}
-	}
-	return map[string]c{
+}
+
+// bundleBounds: each bound on a bundle, just at it and just over.
+func bundleBounds() map[string]boundEdit {
+	out := tagAndListBounds()
+	maps.Copy(out, requestAndLaunchBounds())
+	return out
+}
+
+func firstJob(s *BundleSpec) *Job { return &s.Jobs[0] }
+
+// tagAndListBounds: tags, jobs and a job's lists.
+func tagAndListBounds() map[string]boundEdit {
+	a := firstJob
+	return map[string]boundEdit{
 		"64 tags":                 {"", func(s *BundleSpec) { s.Tags = strMap(64, 0, 1) }},
 		"65 tags":                 {CodeLimitExceeded, func(s *BundleSpec) { s.Tags = strMap(65, 0, 1) }},
 		"tag key of 128 bytes":    {"", func(s *BundleSpec) { s.Tags = strMap(1, 128, 1) }},
@@ -88,6 +83,26 @@ func bundleBounds() map[string]struct {
 		"toleration of 128 bytes": {"", func(s *BundleSpec) { a(s).Tolerations = []string{strings.Repeat("t", 128)} }},
 		"toleration of 129 bytes": {CodeLimitExceeded, func(s *BundleSpec) { a(s).Tolerations = []string{strings.Repeat("t", 129)} }},
 		"toleration with bidi":    {CodeInvalidText, func(s *BundleSpec) { a(s).Tolerations = []string{"gpu\u202B"} }},
+	}
+}
+
+// requestAndLaunchBounds: a job's requirements, expressions and launch.
+func requestAndLaunchBounds() map[string]boundEdit {
+	a := firstJob
+	caps := func(n, nameLen int) []ledger.CapabilityRequest {
+		var out []ledger.CapabilityRequest
+		for i, name := range names("c", n) {
+			if nameLen > 0 && i == 0 {
+				name = strings.Repeat("c", nameLen)
+			}
+			out = append(out, ledger.CapabilityRequest{Name: name, Count: 1})
+		}
+		return out
+	}
+	attrs := func(m map[string]string) []ledger.CapabilityRequest {
+		return []ledger.CapabilityRequest{{Name: "nic", Count: 1, AttributeMatches: m}}
+	}
+	return map[string]boundEdit{
 		"64 capabilities":         {"", func(s *BundleSpec) { a(s).Requirements.Capabilities = caps(64, 0) }},
 		"65 capabilities":         {CodeLimitExceeded, func(s *BundleSpec) { a(s).Requirements.Capabilities = caps(65, 0) }},
 		"capability of 128 bytes": {"", func(s *BundleSpec) { a(s).Requirements.Capabilities = caps(1, 128) }},
@@ -229,6 +244,8 @@ func TestNodeBounds(t *testing.T) {
 		"attribute value of 1 KiB":  {"", func(n *Node) { n.Capabilities = attrs(strMap(1, 128, 1024)) }},
 		"attribute value over 1KiB": {CodeLimitExceeded, func(n *Node) { n.Capabilities = attrs(strMap(1, 0, 1025)) }},
 		"64 gpus":                   {"", func(n *Node) { n.GPUs = gpuList(64) }},
+		"gpu index 4095":            {"", func(n *Node) { n.GPUs = []ledger.GPU{{Index: 4095, Capacity: 1000}} }},
+		"gpu index 4096":            {CodeLimitExceeded, func(n *Node) { n.GPUs = []ledger.GPU{{Index: 4096, Capacity: 1000}} }},
 		"65 gpus":                   {CodeInvalidRequirement, func(n *Node) { n.GPUs = gpuList(65) }},
 	}
 	for name, tc := range cases {

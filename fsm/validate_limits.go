@@ -13,6 +13,7 @@ const (
 	maxPoolQuantity = 1_000_000_000_000_000 // milli-units: a pool cap of 10^12 units
 	maxPoolCores    = 1_000_000_000
 	maxPoolTimeout  = int64(30 * 24 * time.Hour) // idleTimeout, spawnTimeout: a deadline never overflows
+	maxGPUIndex     = 4095                       // a device's index on its node
 )
 
 // FindingError rejects a node, pool or service with one finding, so the API
@@ -65,6 +66,9 @@ func nodeLimits(n *Node) error {
 // inventoryLimit bounds what a node or an instance type offers.
 func inventoryLimit(what string, gpus []ledger.GPU, caps []ledger.Capability) (code, msg string) {
 	for _, g := range gpus {
+		if g.Index > maxGPUIndex {
+			return CodeLimitExceeded, fmt.Sprintf("%s gpu index %d must be at most %d", what, g.Index, maxGPUIndex)
+		}
 		if code, msg := textLimit(what+" gpu model", g.Model, maxTagKeyLen, true); code != "" {
 			return code, msg
 		}
