@@ -45,8 +45,7 @@ func (t *tx) recheckReplicas(b *Bundle, u *BundleUpdate) error {
 // neither rule form one group (DESIGN §3.3).
 func coLocationRoots(spec *BundleSpec) map[string]string {
 	parent := make(map[string]string, len(spec.Jobs))
-	var find func(string) string
-	find = func(x string) string {
+	find := func(x string) string {
 		for parent[x] != x {
 			x = parent[x]
 		}

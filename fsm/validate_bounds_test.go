@@ -11,13 +11,6 @@ import (
 	"github.com/amserver/amserver/ledger"
 )
 
-// boundCase edits a valid value; code is the finding it must produce, ""
-// when the edit is still valid (the bound's "just under").
-type boundCase struct {
-	name string
-	code string
-}
-
 func names(prefix string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
