@@ -67,4 +67,12 @@ func TestElasticPassesFillWarmWithinBudget(t *testing.T) {
 			t.Fatalf("after pass %d: %d spawns", pass, got)
 		}
 	}
+	// The operator takes the warm pool back: the next pass asks for nothing.
+	e.pool(planPool("e", 0, 0))
+	d.pass(e.ctx)
+	for _, p := range e.store.take() {
+		if p.typ == fsm.UpsertSpawnType && p.body.(*fsm.UpsertSpawnRequest).Spawn.State == "" {
+			t.Fatal("a pass after warm went to 0 still created a spawn")
+		}
+	}
 }
