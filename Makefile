@@ -49,7 +49,7 @@ fmt:
 # plain go test skips them; without the tag the linter would skip them too.
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags e2e ./...
-	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags plantbugs ./internal/... ./e2e/sim/... ./fsm/... ./agent/... ./httpapi/...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags plantbugs ./internal/... ./e2e/sim/... ./fsm/... ./scheduler/... ./agent/... ./httpapi/...
 
 # The web UI's browser tests alone: headless Chromium against an in-process
 # dev cluster. They fail here without a browser (elsewhere they skip);
@@ -70,9 +70,10 @@ sim:
 # The suite's self-test: each planted bug (internal/plant) must be caught.
 selftest:
 	$(GO) test -tags plantbugs -count=1 -timeout 3m -run TestPlantedBugsAreCaught -v ./e2e/sim
+	$(GO) test -tags plantbugs -count=1 -timeout 3m -run TestStalePlanCatchesSkipRecheck -v ./scheduler
 
 # Each fuzz target briefly; `make fuzz-long` for a real session.
-FUZZ_TARGETS = ./fsm:FuzzApply ./fsm:FuzzRestore ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON ./httpapi:FuzzOtherBodies
+FUZZ_TARGETS = ./fsm:FuzzApply ./fsm:FuzzRestore ./snapshot:FuzzReader ./gossip:FuzzDecodeMeta ./httpapi:FuzzBundleJSON ./httpapi:FuzzNodeJSON ./httpapi:FuzzPoolJSON ./httpapi:FuzzOtherBodies ./httpapi:FuzzScanBody
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \

@@ -62,7 +62,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, deps: deps, logger: cfg.Logger.With("server", cfg.NodeID),
-		fsm:    fsm.New(fsm.Config{Logger: cfg.Logger, Exprs: deps.Engine.ExprChecker()}),
+		fsm:    fsm.New(fsm.Config{Logger: cfg.Logger, Exprs: deps.Engine.ExprChecker(), Eval: deps.Engine.ExprChecker()}),
 		engine: deps.Engine, wake: make(chan struct{}, 1),
 	}
 	m, err := newMetrics(s)

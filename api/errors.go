@@ -9,6 +9,7 @@ import (
 // Error codes of the error body (DESIGN §7).
 const (
 	CodeBadRequest       = "badRequest"
+	CodeDuplicateKey     = "duplicateKey" // a JSON object in the body names a key twice
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodeNotFound         = "notFound"
@@ -53,7 +54,9 @@ const (
 	FindingUnsatisfiableCores        = "unsatisfiableCores"
 	FindingUnsatisfiableGpu          = "unsatisfiableGpu"
 	FindingUnsatisfiableCapability   = "unsatisfiableCapability"
-	// Launches and runtimes (issue 17).
+	FindingLimitExceeded             = "limitExceeded" // a list, map, string or number over its bound
+	FindingInvalidText               = "invalidText"   // a name, key, tag or label that is not printable UTF-8
+	// Launches and runtimes.
 	FindingInvalidTemplateRef   = "invalidTemplateRef"
 	FindingUnknownTemplate      = "unknownTemplate"
 	FindingInvalidParameterKey  = "invalidParameterKey"

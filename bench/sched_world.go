@@ -27,7 +27,7 @@ type fsmDriver struct {
 }
 
 func newFSMDriver(eng *scheduler.Engine) *fsmDriver {
-	return &fsmDriver{fsm: fsm.New(fsm.Config{Exprs: eng.ExprChecker()})}
+	return &fsmDriver{fsm: fsm.New(fsm.Config{Exprs: eng.ExprChecker(), Eval: eng.ExprChecker()})}
 }
 
 // apply applies one command and returns its result; a command's own

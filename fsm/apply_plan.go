@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/amserver/amserver/internal/plant"
@@ -22,10 +21,14 @@ type PartRejection struct {
 	// Exhausted is set when the part no longer fit the ledger (a conflict
 	// with a newer state), as opposed to a malformed or stale part.
 	Exhausted bool
+	// Check names the re-check that failed: a ledger dimension or a rule
+	// of the re-check lists (recheck.go); empty for other rejections.
+	Check string
 }
 
 func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 	t.advance(p.Now)
+	t.eval = f.eval
 	t.basis = t.index
 	if p.Basis > 0 && p.Basis < t.index {
 		t.basis = p.Basis
@@ -35,9 +38,7 @@ func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 	for i := range p.Parts {
 		bundleID, err := t.applyPart(pl, &p.Parts[i])
 		if err != nil {
-			res.Rejected = append(res.Rejected, PartRejection{
-				Part: i, BundleID: bundleID, Reason: err.Error(), Exhausted: errors.Is(err, ledger.ErrExhausted),
-			})
+			res.Rejected = append(res.Rejected, rejection(i, bundleID, err))
 			continue
 		}
 		res.Committed = append(res.Committed, i)
@@ -162,6 +163,9 @@ func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
 			b.AttemptIndex = t.basis
 		}
 	}
+	if err := t.recheckReplicas(b, u); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -180,12 +184,8 @@ func (t *tx) stagePlace(overlay *ledger.Overlay, b *Bundle, p Place) error {
 	if want := b.Spec.SlotPool(p.Slot); n.Pool != want {
 		return fmt.Errorf("%w: node %s is in pool %s, not %s", ErrConflict, p.Node, n.Pool, want)
 	}
-	// The node may have re-registered without the job's runtime since the
-	// plan was made.
-	if spec := b.Spec.Job(p.Job); spec != nil {
-		if need := JobRuntimeNeed(spec, t.TemplateRuntime); !n.RuntimeSet().Fits(need) {
-			return fmt.Errorf("%w: node %s runs %s, not the runtime %s job %s needs", ErrConflict, n.ID, n.RuntimeSet(), need, p.Job)
-		}
+	if err := t.recheckPlace(b, p, n); err != nil {
+		return err
 	}
 	k := ledger.Key{Bundle: b.ID(), Replica: p.Slot, Job: p.Job}
 	r := ledger.Reservation{Key: k, Node: n.ID, Pool: n.Pool, Grant: p.Grant}

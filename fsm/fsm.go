@@ -32,12 +32,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Exprs compiles constraint expressions during validation; may be nil.
 	Exprs ExprChecker
+	// Eval evaluates constraints when a plan is re-checked; nil skips that
+	// check (tests). Every replica must be given the same evaluator.
+	Eval ExprEvaluator
 }
 
 // FSM applies raft log entries to the state store.
 type FSM struct {
 	logger *slog.Logger
 	exprs  ExprChecker
+	eval   ExprEvaluator
 
 	mu       sync.RWMutex // guards db and changeCh across a restore swap
 	db       *memdb.MemDB
@@ -57,6 +61,7 @@ func New(cfg Config) *FSM {
 	f := &FSM{
 		logger:   cfg.Logger,
 		exprs:    cfg.Exprs,
+		eval:     cfg.Eval,
 		db:       newDB(),
 		changeCh: make(chan struct{}),
 	}

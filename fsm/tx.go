@@ -22,6 +22,8 @@ type tx struct {
 	events  []Event
 	// basis is the state index a plan was computed on (Plan.Basis).
 	basis uint64
+	// eval evaluates constraints in a plan's re-check (Config.Eval).
+	eval ExprEvaluator
 }
 
 var _ ledger.Store = txLedger{}

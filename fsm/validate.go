@@ -70,12 +70,22 @@ type collector struct {
 	out Findings
 }
 
+// maxFindings caps each list of findings: a spec with thousands of bad
+// references gets the first hundred, not an answer the size of the spec.
+const maxFindings = 100
+
 func (c *collector) errorf(job, code, format string, args ...any) {
-	c.out.Errors = append(c.out.Errors, Finding{Code: code, Job: job, Message: fmt.Sprintf(format, args...)})
+	if len(c.out.Errors) >= maxFindings {
+		return
+	}
+	c.out.Errors = append(c.out.Errors, Finding{Code: code, Job: job, Message: fmt.Sprintf(format, clipArgs(args)...)})
 }
 
 func (c *collector) warnf(job, code, format string, args ...any) {
-	c.out.Warnings = append(c.out.Warnings, Finding{Code: code, Job: job, Message: fmt.Sprintf(format, args...)})
+	if len(c.out.Warnings) >= maxFindings {
+		return
+	}
+	c.out.Warnings = append(c.out.Warnings, Finding{Code: code, Job: job, Message: fmt.Sprintf(format, clipArgs(args)...)})
 }
 
 // Validate returns every finding for spec against st: bundle-level findings
@@ -138,6 +148,7 @@ func checkBundleFields(c *collector, spec *BundleSpec) {
 	if _, ok := spec.Tags[""]; ok {
 		c.errorf("", CodeInvalidRequirement, "tag keys must not be empty")
 	}
+	checkTags(c, spec.Tags)
 }
 
 func checkPool(c *collector, spec *BundleSpec, st *State) *Pool {
@@ -252,6 +263,7 @@ func (v *jobValidator) job(i int) {
 	reqOK := checkRequest(v.c, j.Name, j.Requirements)
 	checkJobFields(v.c, j)
 	v.checkTemplate(j)
+	checkJobBounds(v.c, j)
 	v.checkExpressions(j)
 	v.checkPlacement(i)
 	if reqOK && v.pool != nil {

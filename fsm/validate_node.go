@@ -56,7 +56,7 @@ func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v
 func units(m int64) string { return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64) }
 
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	return findingErr(CodeInvalidRequirement, fmt.Sprintf(format, clipArgs(args)...))
 }
 
 // ValidateNode checks a registration's inventory; status fields are the
@@ -101,7 +101,7 @@ func ValidateNode(n *Node) error {
 			return err
 		}
 	}
-	return nil
+	return nodeLimits(n)
 }
 
 func validKey(what, k string) error {
@@ -187,6 +187,9 @@ func ValidatePool(p *Pool) error {
 		}
 		tiers[t.Name] = true
 	}
+	if err := poolLimits(p); err != nil {
+		return err
+	}
 	return validateElastic(p)
 }
 
@@ -259,6 +262,9 @@ func ValidateService(s *NodeService) error {
 		}
 	}
 	if err := validateCapabilities("service provides", s.Provides, 1); err != nil {
+		return err
+	}
+	if err := serviceLimits(s); err != nil {
 		return err
 	}
 	var c collector

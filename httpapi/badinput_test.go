@@ -58,7 +58,7 @@ type badCase struct {
 
 func badInputCases() []badCase {
 	return slices.Concat(badRequestCases(), listCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(),
-		templateCases(), launchCases())
+		templateCases(), launchCases(), boundCases())
 }
 
 const bundles = "/v1/bundles"

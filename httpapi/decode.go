@@ -56,7 +56,7 @@ func decodeStrict(b []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("malformed JSON body: data after the JSON value")
 	}
-	return nil
+	return scanBody(b)
 }
 
 // param returns a path parameter, unescaped.

@@ -27,11 +27,11 @@ type httpError struct {
 func (e *httpError) Error() string { return fmt.Sprintf("%d %s: %s", e.status, e.code, e.message) }
 
 func badRequest(format string, args ...any) error {
-	return &httpError{status: http.StatusBadRequest, code: api.CodeBadRequest, message: fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusBadRequest, code: api.CodeBadRequest, message: fmt.Sprintf(format, clipArgs(args)...)}
 }
 
 func notFound(format string, args ...any) error {
-	return &httpError{status: http.StatusNotFound, code: api.CodeNotFound, message: fmt.Sprintf(format, args...)}
+	return &httpError{status: http.StatusNotFound, code: api.CodeNotFound, message: fmt.Sprintf(format, clipArgs(args)...)}
 }
 
 // validationFailed rejects a submission whose findings hold errors.
@@ -54,6 +54,7 @@ func classify(err error) (int, *api.Error) {
 	var (
 		he *httpError
 		ve *fsm.ValidationError
+		fe *fsm.FindingError
 		ee *echo.HTTPError
 	)
 	out := func(status int, code string) (int, *api.Error) {
@@ -66,6 +67,10 @@ func classify(err error) (int, *api.Error) {
 	case errors.As(err, &ve):
 		e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidationFailed, Message: err.Error(),
 			Errors: findings(ve.Findings.Errors), Warnings: findings(ve.Findings.Warnings)}
+		return e.Status, e
+	case errors.As(err, &fe):
+		e := &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidationFailed, Message: err.Error(),
+			Errors: findings([]fsm.Finding{fe.Finding})}
 		return e.Status, e
 	case errors.As(err, &ee):
 		return classifyEcho(ee)
@@ -135,6 +140,7 @@ func findings(list []fsm.Finding) []api.Finding {
 // it is also the one place that logs them.
 func (s *Server) handleError(err error, c echo.Context) {
 	status, body := classify(err)
+	body.Message = clipRuns(body.Message)
 	if body.Errors == nil {
 		body.Errors = []api.Finding{}
 	}
@@ -166,5 +172,5 @@ func (s *Server) handleError(err error, c echo.Context) {
 
 // validationErr rejects a value the FSM would refuse, before it reaches Raft.
 func validationErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", fsm.ErrInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", fsm.ErrInvalid, fmt.Sprintf(format, clipArgs(args)...))
 }

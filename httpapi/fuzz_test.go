@@ -57,6 +57,8 @@ func FuzzBundleJSON(f *testing.F) {
 		`{"pool":"p1","jobs":[{"name":"a","launch":{"kind":"productTemplate","ref":"ghost","driver":"exec","job":{}}}]}`,
 		`{"pool":"p1","tags":{"__x":"1"},"jobs":[{"name":"a","runtime":{"oneOf":["WASMTIME","container","jvm"]}}]}`,
 		`{"pool":"p1","jobs":[{"name":"a","runtime":{"oneOf":[]},"launch":{"kind":"vm"}}]}`,
+		`{"pool":"p1","pool":"p1","jobs":[{"name":"a"}]}`, `{"pool":"p1","jobs":[{"name":"a","launch":{"env":{"A":"1","A":"2"}}}]}`,
+		`{"pool":"p1","tags":{"k":"\u202e"},"jobs":[{"name":"a"}]}`, "{\"pool\":\"p1\",\"tags\":{\"k\":\"\xff\"},\"jobs\":[{\"name\":\"a\"}]}",
 	} {
 		f.Add([]byte(seed))
 	}

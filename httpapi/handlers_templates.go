@@ -123,4 +123,3 @@ func (s *Server) deleteTemplate(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-func quote(s string) string { return `"` + s + `"` }

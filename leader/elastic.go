@@ -184,6 +184,12 @@ func (e *elastic) plan(ctx context.Context, st *fsm.State, pools map[string]*fsm
 	plan := newPlanner(st, e.engine, pools, e.cfg.MaxProvisionedNodes, e.poolProblem).run()
 	settled := true
 	for _, sp := range plan.spawns {
+		// The pool may be deleted, or stop being elastic, while the pass
+		// writes its spawns: stop asking for it (the FSM would refuse).
+		if ctx.Err() != nil || !isElastic(e.l.store.State().Pool(sp.Pool)) {
+			settled = false
+			continue
+		}
 		res := e.apply(ctx, fsm.UpsertSpawnType, &fsm.UpsertSpawnRequest{
 			Spawn: *sp, MaxProvisioned: e.cfg.MaxProvisionedNodes, Now: now,
 		})
@@ -217,6 +223,8 @@ func (e *elastic) apply(ctx context.Context, typ fsm.MessageType, body any) *fsm
 	}
 	return res
 }
+
+func isElastic(p *fsm.Pool) bool { return p != nil && p.Kind == fsm.PoolElastic }
 
 // elasticPools are the pools of kind elastic, by name.
 func elasticPools(st *fsm.State) map[string]*fsm.Pool {

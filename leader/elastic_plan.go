@@ -11,11 +11,17 @@ import (
 	"github.com/amserver/amserver/scheduler"
 )
 
-// Bounds on one pass of demand planning: bundles considered, and extra
-// nodes one bundle may need (a bundle whose jobs must be kept apart).
+// Bounds on one pass of planning: bundles considered, extra nodes one
+// bundle may need (a bundle whose jobs must be kept apart), spawns created
+// (demand, warm pools and floors together) and placement simulations run.
+// Whatever a pass leaves undone the next one plans, on the state the
+// spawns it did create have changed, so no pool can make a pass unbounded
+// (a warm pool of 10^9 once filled memory in seconds).
 const (
-	maxDemandPerPass  = 32
-	maxNodesPerBundle = 4
+	maxDemandPerPass      = 32
+	maxNodesPerBundle     = 4
+	maxSpawnsPerPass      = 64
+	maxSimulationsPerPass = 512
 )
 
 // blocked is why an elastic pool provisions nothing for some bundles.
@@ -48,6 +54,7 @@ type planner struct {
 	// problem says why a pool cannot provision now ("" when it can).
 	problem func(*fsm.Pool) string
 	plan    *demandPlan
+	sims    int // placement simulations run this pass
 }
 
 func newPlanner(st *fsm.State, engine *scheduler.Engine, pools map[string]*fsm.Pool, maxTotal int, problem func(*fsm.Pool) string) *planner {
@@ -104,6 +111,9 @@ func (pl *planner) missingPools(b *fsm.Bundle) []string {
 }
 
 func (pl *planner) provisionFor(b *fsm.Bundle) {
+	if pl.outOfBudget(1) {
+		return // planned on a later pass
+	}
 	if pl.fits(b, nil) {
 		pl.placed = append(pl.placed, b)
 		return
@@ -115,7 +125,10 @@ func (pl *planner) provisionFor(b *fsm.Bundle) {
 			return
 		}
 	}
-	need := pl.choose(b, pools)
+	need, searched := pl.choose(b, pools)
+	if !searched || pl.outOfBudget(len(need)) {
+		return // the pass's budget ran out: planned on a later pass
+	}
 	if need == nil {
 		pl.block(b, fsm.StageInstanceType, fmt.Sprintf("no %d nodes of the instance types of pool %s would let the bundle fit",
 			maxNodesPerBundle, pools[0]))
@@ -145,20 +158,30 @@ const instanceTypeLabel = "~instanceType"
 
 // choose returns the fewest, then smallest, nodes of one instance type that
 // make b fit: one node of the smallest type that does, else two, and so on.
-func (pl *planner) choose(b *fsm.Bundle, pools []string) []*fsm.Node {
+// searched is false when the pass's simulations ran out first.
+func (pl *planner) choose(b *fsm.Bundle, pools []string) (probes []*fsm.Node, searched bool) {
 	types := pl.typesBySize(pools)
 	for k := 1; k <= maxNodesPerBundle; k++ {
 		for _, pt := range types {
+			if pl.sims >= maxSimulationsPerPass {
+				return nil, false
+			}
 			probes := make([]*fsm.Node, k)
 			for i := range probes {
 				probes[i] = probeNode(pt, i)
 			}
 			if pl.fits(b, probes) {
-				return probes
+				return probes, true
 			}
 		}
 	}
-	return nil
+	return nil, true
+}
+
+// outOfBudget reports whether adding spawns more spawns, or running one more
+// simulation, would go over the pass's budget.
+func (pl *planner) outOfBudget(spawns int) bool {
+	return len(pl.plan.spawns)+spawns > maxSpawnsPerPass || pl.sims >= maxSimulationsPerPass
 }
 
 type poolType struct {
@@ -192,6 +215,7 @@ func (pl *planner) typesBySize(pools []string) []poolType {
 // fits simulates the bundles placed so far and then b on the state with the
 // pending nodes, this pass's extras and probes.
 func (pl *planner) fits(b *fsm.Bundle, probes []*fsm.Node) bool {
+	pl.sims++
 	batch := pl.batch(probes)
 	for _, p := range pl.placed {
 		batch.Place(p)
@@ -258,7 +282,7 @@ func (pl *planner) fillWarm(p *fsm.Pool) {
 		return
 	}
 	idle := pl.idleCount(p.Name)
-	for {
+	for len(pl.plan.spawns) < maxSpawnsPerPass {
 		c := pl.counts[p.Name]
 		reason := ""
 		switch {

@@ -14,7 +14,6 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
-	"github.com/google/cel-go/interpreter"
 )
 
 // Constraint and affinity expressions are CEL (DESIGN §3.5) over one
@@ -115,7 +114,10 @@ func compileExpr(expr string) (cel.Program, error) {
 	if cost.Max > maxExprCost {
 		return nil, fmt.Errorf("expression is too expensive (estimated cost %d, at most %d)", cost.Max, maxExprCost)
 	}
-	return env.Program(a, cel.EvalOptions(cel.OptOptimize))
+	// The runtime limit is the estimate's bound: with node inputs within
+	// the FSM's limits no expression reaches it, and one that does fails
+	// the same way on every replica (node maps iterate in key order).
+	return env.Program(a, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(maxExprCost))
 }
 
 func checkNodeFields(a *cel.Ast) error {
@@ -149,56 +151,6 @@ func (sizeEstimator) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 
 func (sizeEstimator) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
 	return nil
-}
-
-// evalBool runs a program; any error or non-bool result is false, so an
-// expression that errors for a node never passes a constraint or scores.
-func evalBool(prg cel.Program, act interpreter.Activation) bool {
-	out, _, err := prg.Eval(act)
-	if err != nil {
-		return false
-	}
-	b, ok := out.(types.Bool)
-	return ok && bool(b)
-}
-
-// activation is the CEL input of a node, built once (see actCell) as CEL
-// values, so evaluations do no reflection.
-func (n *nodeInfo) activation() interpreter.Activation {
-	n.act.once.Do(func() { n.act.act = n.buildActivation() })
-	return n.act.act
-}
-
-func (n *nodeInfo) buildActivation() interpreter.Activation {
-	adapter := types.DefaultTypeAdapter
-	caps := make(map[ref.Val]ref.Val, len(n.inv.Capabilities))
-	for _, c := range n.inv.Capabilities {
-		caps[types.String(c.Name)] = types.Int(c.Count)
-	}
-	gpus := make([]ref.Val, len(n.inv.GPUs))
-	for i, g := range n.inv.GPUs {
-		gpus[i] = types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-			types.String("index"):    types.Int(g.Index),
-			types.String("model"):    types.String(g.Model),
-			types.String("capacity"): types.Double(float64(g.Capacity) / 1000),
-		})
-	}
-	labels := n.node.Labels
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	node := types.NewRefValMap(adapter, map[ref.Val]ref.Val{
-		types.String("id"):           types.String(n.node.ID),
-		types.String("pool"):         types.String(n.node.Pool),
-		types.String("labels"):       types.NewStringStringMap(adapter, labels),
-		types.String("capabilities"): types.NewRefValMap(adapter, caps),
-		types.String("gpus"):         types.NewRefValList(adapter, gpus),
-	})
-	act, err := interpreter.NewActivation(map[string]any{"node": node})
-	if err != nil { // cannot happen for a map input; keep evaluations total
-		return interpreter.EmptyActivation()
-	}
-	return act
 }
 
 // ExprChecker implements fsm.ExprChecker for the FSM's static validation: an

@@ -26,7 +26,7 @@ type cluster struct {
 }
 
 func newCluster(t tb) *cluster {
-	return &cluster{t: t, fsm: fsm.New(fsm.Config{Exprs: ExprChecker{}})}
+	return &cluster{t: t, fsm: fsm.New(fsm.Config{Exprs: ExprChecker{}, Eval: ExprChecker{}})}
 }
 
 func (c *cluster) apply(typ fsm.MessageType, body any) *fsm.Result {

@@ -136,12 +136,14 @@ func build(t *testing.T, sc scenario) (*cluster, []*fsm.Bundle) {
 		if len(e.Primary) > 0 {
 			c.placeAt(e.Spec.ID, 0, e.Primary)
 		}
-		if len(e.Backup) > 0 {
-			c.placeAt(e.Spec.ID, 1, e.Backup)
-		}
+		// Degradations first: the FSM accepts a backup that breaks a forbid
+		// only when the bundle records it.
 		if e.Degradations != nil {
 			u := fsm.BundleUpdate{BundleID: e.Spec.ID, SetDegradations: true, Degradations: e.Degradations}
 			c.commit(&fsm.Plan{Parts: []fsm.PlanPart{{Updates: []fsm.BundleUpdate{u}}}})
+		}
+		if len(e.Backup) > 0 {
+			c.placeAt(e.Spec.ID, 1, e.Backup)
 		}
 	}
 	var bundles []*fsm.Bundle
