@@ -122,4 +122,3 @@ func (s *Server) deleteTemplate(c echo.Context) error {
 	setIndex(c, res.Index)
 	return c.NoContent(http.StatusNoContent)
 }
-
