@@ -177,7 +177,7 @@ func TestRuntimeFlags(t *testing.T) {
 // TestTemplateExample: the example template packs into an archive the
 // server accepts, and the example bundle that uses it is a valid spec.
 func TestTemplateExample(t *testing.T) {
-	archive, err := tarDir("../../examples/templates/live-stack")
+	archive, err := tarDir("../../examples/compose-stack")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +186,10 @@ func TestTemplateExample(t *testing.T) {
 	}
 	var spec api.BundleSpec
 	a := &app{}
-	if err := a.readInput("../../examples/template-bundle.json", "bundle", &spec); err != nil {
+	if err := a.readInput("../../examples/bundle-template.json", "bundle", &spec); err != nil {
 		t.Fatal(err)
 	}
-	if spec.Jobs[0].Launch.Ref != "live-stack" || spec.Jobs[1].Launch.Job == nil {
+	if spec.Jobs[0].Launch.Ref != "web" || spec.Jobs[0].Launch.Kind != api.LaunchProductTemplate {
 		t.Fatalf("example bundle %+v", spec.Jobs)
 	}
 }
