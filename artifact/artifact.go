@@ -159,7 +159,7 @@ func walk(archive []byte, fn func(h *tar.Header, name string, r io.Reader) error
 		if err != nil {
 			return refuse(CodeInvalidArchive, "not a gzip archive: %v", err)
 		}
-		defer gz.Close()
+		defer func() { _ = gz.Close() }()
 		r = gz
 	}
 	tr := tar.NewReader(r)

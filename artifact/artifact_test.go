@@ -14,7 +14,6 @@ import (
 type entry struct {
 	name, body, link string
 	typ              byte
-	size             int64 // for a header that claims more than body
 }
 
 func tarOf(t *testing.T, gz bool, entries ...entry) []byte {

@@ -28,7 +28,7 @@ func Extract(archive []byte, want, dir string) error {
 	if err != nil {
 		return fmt.Errorf("artifact: %w", err)
 	}
-	defer root.Close()
+	defer func() { _ = root.Close() }()
 	return walk(archive, func(h *tar.Header, name string, r io.Reader) error {
 		if err := mkParents(root, name); err != nil {
 			return err

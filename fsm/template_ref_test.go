@@ -61,7 +61,7 @@ func TestRefResolutionProperty(t *testing.T) {
 				if tpl := h.fsm.State().Template(name); tpl != nil && rapid.Bool().Draw(rt, "pinned") {
 					ref += "@" + rapid.SampledFrom(versionDigests(tpl)).Draw(rt, "version")
 				}
-				typ, body := MessageType(CreateBundleType), any(&CreateBundleRequest{Spec: templateBundle(id, ref)})
+				typ, body := CreateBundleType, any(&CreateBundleRequest{Spec: templateBundle(id, ref)})
 				if op == "replace" {
 					typ, body = ReplaceBundleType, &ReplaceBundleRequest{Spec: templateBundle(id, ref)}
 				}
@@ -152,7 +152,7 @@ func TestJobTimesDriveTheBundle(t *testing.T) {
 	h := newHarness(t)
 	h.readyNode(composeNode("n1"))
 	h.push("web", composeTar(t, 1))
-	at := func(s string) int64 { return launchTime(s) }
+	at := launchTime
 	spec := templateBundle("b1", "web")
 	spec.Jobs[0].Launch.StartDateTime = "2030-01-01T00:00:00Z"
 	spec.Jobs[0].Launch.StopDateTime = "2030-01-02T00:00:00Z"

@@ -235,7 +235,7 @@ func TestStripReservedTags(t *testing.T) {
 }
 
 func TestEffectiveTimes(t *testing.T) {
-	at := func(s string) int64 { return launchTime(s) }
+	at := launchTime
 	spec := &BundleSpec{StartAt: at("2030-01-01T06:00:00Z"), StopAt: at("2030-01-03T00:00:00Z"),
 		Jobs: []Job{valTemplateJob("a", "web"), valTemplateJob("b", "web"), {Name: "c"}}}
 	spec.Jobs[1].Launch.StartDateTime = "2030-01-01T12:00:00+01:00"

@@ -36,7 +36,8 @@ func encodeAnswer(v any) (answer, error) {
 	if err != nil {
 		return answer{}, fmt.Errorf("encode answer: %w", err)
 	}
-	a.body = append(body, '\n')
+	body = append(body, '\n')
+	a.body = body
 	return a, nil
 }
 

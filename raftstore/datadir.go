@@ -96,7 +96,7 @@ func checkVote(path string) string {
 	if err != nil {
 		return "unreadable: " + err.Error()
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }()
 	found := false
 	_ = db.View(func(tx *bbolt.Tx) error {
 		if b := tx.Bucket([]byte("conf")); b != nil {

@@ -136,7 +136,7 @@ func TestBrowserUI(t *testing.T) {
 			if api.IsCode(err, api.CodeNotFound) || (err == nil && x.State == api.StateDeleting) {
 				return nil
 			}
-			return fmt.Errorf("bundle not deleting after the click: %+v, %v", x, err)
+			return fmt.Errorf("bundle not deleting after the click: %+v, %w", x, err)
 		})
 		b.waitJS(t, "the bundle page deleting or gone", `document.querySelector('#bundle-missing') !== null ||
 			document.querySelector('#bundle-state')?.textContent === 'deleting'`)
@@ -170,7 +170,7 @@ func waitNodes(t *testing.T, c *api.Client, want int) []api.Node {
 		if err == nil && len(nodes) == want && !slices.ContainsFunc(nodes, func(n api.Node) bool { return n.Status != api.NodeReady }) {
 			return nil
 		}
-		return fmt.Errorf("nodes %v (err %v), want %d ready", status, err, want)
+		return fmt.Errorf("nodes %v (err %w), want %d ready", status, err, want)
 	})
 	return nodes
 }
@@ -182,7 +182,7 @@ func waitNode(t *testing.T, c *api.Client, id, what string, ok func(*api.Node) b
 		if err == nil && ok(n) {
 			return nil
 		}
-		return fmt.Errorf("node %s not %s: %+v, %v", id, what, n, err)
+		return fmt.Errorf("node %s not %s: %+v, %w", id, what, n, err)
 	})
 }
 
@@ -195,7 +195,7 @@ func waitBundle(t *testing.T, c *api.Client, id string, ok func(*api.Bundle) boo
 		if err == nil && ok(x) {
 			return nil
 		}
-		return fmt.Errorf("bundle %s never reached the expected state: %+v, %v", id, x, err)
+		return fmt.Errorf("bundle %s never reached the expected state: %+v, %w", id, x, err)
 	})
 	return x
 }

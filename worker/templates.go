@@ -80,12 +80,6 @@ func newTemplateCache(dir string, src TemplateSource) *templateCache {
 	return &templateCache{dir: dir, src: src, flights: map[string]*flight{}}
 }
 
-func (c *templateCache) setSource(src TemplateSource) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.src = src
-}
-
 func (c *templateCache) path(digest string) string {
 	return filepath.Join(c.dir, strings.TrimPrefix(digest, "sha256:")+".tar")
 }

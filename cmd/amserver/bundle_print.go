@@ -145,28 +145,6 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func wantedReplicas(b api.Bundle) int {
-	if b.Resilience != nil {
-		return 2
-	}
-	return 1
-}
-
-// placedReplicas counts replicas whose every job has a node.
-func placedReplicas(b api.Bundle) int {
-	n := 0
-	for _, r := range b.Replicas {
-		placed := len(r.Jobs) > 0
-		for _, j := range r.Jobs {
-			placed = placed && j.NodeID != ""
-		}
-		if placed {
-			n++
-		}
-	}
-	return n
-}
-
 func degradationCodes(ds []api.Degradation) string {
 	codes := make([]string, len(ds))
 	for i, d := range ds {

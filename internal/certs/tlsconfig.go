@@ -126,14 +126,7 @@ func (t *TLS) certs() []tls.Certificate {
 	return nil
 }
 
-// getCertificate and getClientCertificate present the current certificate.
-func (t *TLS) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if c := t.cur.Load().cert; c != nil {
-		return c, nil
-	}
-	return nil, errors.New("certs: no certificate configured")
-}
-
+// getClientCertificate presents the current certificate.
 func (t *TLS) getClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 	if c := t.cur.Load().cert; c != nil {
 		return c, nil
