@@ -103,11 +103,17 @@ func StartCluster(ctx context.Context, logf func(string, ...any), n int, sec *Se
 }
 
 func (c *Cluster) compose(ctx context.Context, args ...string) (string, error) {
+	return c.composeWith(ctx, c.files, args...)
+}
+
+// composeWith runs docker-compose on the project with other files than the
+// cluster's own (its files plus an overlay that knows a spare server).
+func (c *Cluster) composeWith(ctx context.Context, files []string, args ...string) (string, error) {
 	var env []string
 	if c.sec != nil {
 		env = c.sec.Env()
 	}
-	return runEnv(ctx, env, "docker-compose", composeArgs(c.Project, c.files, args...)...)
+	return runEnv(ctx, env, "docker-compose", composeArgs(c.Project, files, args...)...)
 }
 
 func composeArgs(project string, files []string, args ...string) []string {

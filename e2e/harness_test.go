@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,8 +56,14 @@ func loadSettings() (settings, error) {
 		return s, fmt.Errorf("AMSERVER_E2E_DURATION=%q: want a duration of at least 4s", os.Getenv("AMSERVER_E2E_DURATION"))
 	}
 	s.duration = d
-	s.nemeses, err = selectNemeses(os.Getenv("AMSERVER_E2E_NEMESES"))
-	return s, err
+	filter := os.Getenv("AMSERVER_E2E_NEMESES")
+	if s.nemeses, err = selectNemeses(filter); err != nil {
+		return s, err
+	}
+	if !s.full && strings.TrimSpace(filter) == "" {
+		s.nemeses = slices.DeleteFunc(slices.Clone(s.nemeses), func(n nemesisSpec) bool { return n.fullOnly })
+	}
+	return s, nil
 }
 
 // startCluster brings up a cluster of n servers for t and registers its

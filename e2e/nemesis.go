@@ -26,23 +26,29 @@ type nemesisSpec struct {
 	name    string
 	servers int
 	build   func(name string, c *Cluster, rng *rand.Rand) Nemesis
+	// fullOnly keeps a slow nemesis (a minute or more per cycle) out of
+	// the smoke unless named in AMSERVER_E2E_NEMESES: the smoke is a CI
+	// stage with a budget.
+	fullOnly bool
 }
 
 // allNemeses is the matrix, in the order the smoke runs it. The five-server
 // topologies need five servers: with three, every majority is the same
 // kind of cut as partition-halves.
 var allNemeses = []nemesisSpec{
-	{"partition-halves", 3, newPartitionHalves},
-	{"isolate-leader", 3, newIsolateLeader},
-	{"one-way", 3, newOneWay},
-	{"kill-leader", 3, newKillLeader},
-	{"kill-random", 3, newKillRandom},
-	{"pause", 3, newPause},
-	{"worker-kill", 3, newWorkerKill},
-	{"netem", 3, newNetem},
-	{"membership", 3, newMembership},
-	{"majorities-ring", 5, newMajoritiesRing},
-	{"bridge", 5, newBridge},
+	{"partition-halves", 3, newPartitionHalves, false},
+	{"isolate-leader", 3, newIsolateLeader, false},
+	{"one-way", 3, newOneWay, false},
+	{"kill-leader", 3, newKillLeader, false},
+	{"kill-random", 3, newKillRandom, false},
+	{"pause", 3, newPause, false},
+	{"worker-kill", 3, newWorkerKill, false},
+	{"netem", 3, newNetem, false},
+	{"membership", 3, newMembership, false},
+	{"add-remove-server", 3, newSwap, true},
+	{"rolling-restart", 3, newRolling, true},
+	{"majorities-ring", 5, newMajoritiesRing, false},
+	{"bridge", 5, newBridge, false},
 }
 
 // selectNemeses filters the matrix by a comma-separated list of names

@@ -138,3 +138,45 @@ func logViews(ctx context.Context, t *testing.T, c *Cluster) {
 		t.Logf("  %s: leader=%v knownLeader=%v (%s) peers=%d index=%d", s.ID, h.IsLeader, h.KnownLeader, h.Leader, h.Peers, h.Index)
 	}
 }
+
+// TestRestartOrder: every server once, the leader last.
+func TestRestartOrder(t *testing.T) {
+	c := fakeServers(5)
+	for _, leader := range []string{"server-1", "server-3", "server-5"} {
+		var got []string
+		for _, s := range restartOrder(c.Servers, leader) {
+			got = append(got, s.ID)
+		}
+		want := slices.DeleteFunc([]string{"server-1", "server-2", "server-3", "server-4", "server-5"},
+			func(id string) bool { return id == leader })
+		want = append(want, leader)
+		if !slices.Equal(got, want) {
+			t.Errorf("leader %s: order %v, want %v", leader, got, want)
+		}
+	}
+}
+
+// TestSmokeSkipsSlowNemeses: the smoke leaves the full-only nemeses out
+// unless they are named; the full matrix has them.
+func TestSmokeSkipsSlowNemeses(t *testing.T) {
+	tests := []struct {
+		mode, filter string
+		want         bool // rolling-restart selected
+	}{
+		{"smoke", "", false},
+		{"smoke", "rolling-restart", true},
+		{"full", "", true},
+	}
+	for _, tt := range tests {
+		t.Setenv("AMSERVER_E2E_MODE", tt.mode)
+		t.Setenv("AMSERVER_E2E_NEMESES", tt.filter)
+		s, err := loadSettings()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(s.nemeses, func(n nemesisSpec) bool { return n.name == "rolling-restart" })
+		if got != tt.want {
+			t.Errorf("mode %s filter %q: rolling-restart selected %v, want %v", tt.mode, tt.filter, got, tt.want)
+		}
+	}
+}
