@@ -145,7 +145,9 @@ cluster-down:
 # tc and nsenter, as root. Results: e2e/out/<timestamp>/.
 # `make e2e`: each nemesis once for DURATION (default 20s), shared clusters.
 # `make jepsen`: RUNS runs per nemesis (default 3) for DURATION (default 60s),
-# a fresh cluster each. NEMESES=pause,bridge narrows either.
+# a fresh cluster each, and writes docs/reliability.md (runs, operations,
+# violations by checker, lost acks, over-commits, worst convergence per
+# nemesis). NEMESES=pause,bridge narrows either.
 RUNS     ?= 3
 DURATION ?=
 NEMESES  ?=
@@ -157,7 +159,7 @@ e2e: image
 	$(E2E_ENV) AMSERVER_E2E_SECURE=$(or $(SECURE),1) AMSERVER_E2E_MODE=smoke $(GO) test -tags e2e -count=1 -timeout 30m -run TestJepsen ./e2e -v
 
 jepsen: image
-	$(E2E_ENV) AMSERVER_E2E_SECURE=$(or $(SECURE),0) AMSERVER_E2E_MODE=full AMSERVER_E2E_RUNS=$(RUNS) $(GO) test -tags e2e -count=1 -timeout 600m -run TestJepsen ./e2e -v
+	$(E2E_ENV) AMSERVER_E2E_SECURE=$(or $(SECURE),0) AMSERVER_E2E_MODE=full AMSERVER_E2E_RUNS=$(RUNS) AMSERVER_E2E_REPORT=$(CURDIR)/docs/reliability.md $(GO) test -tags e2e -count=1 -timeout 600m -run TestJepsen ./e2e -v
 
 # The Docker suite's self-test: servers built with the plantbugs tag
 # (amserver:plant, its own build context) must fail the checks.

@@ -25,6 +25,8 @@ import (
 //	AMSERVER_E2E_NEMESES     comma-separated filter, e.g. pause,bridge
 //	AMSERVER_E2E_SEED        first run's seed (default: from the clock)
 //	AMSERVER_E2E_KEEP=1      leave the last cluster up
+//	AMSERVER_E2E_REPORT      full mode: write the reliability report there
+//	                         (make jepsen: docs/reliability.md)
 //
 // Every run is written under e2e/out/<timestamp>/<run>/: summary.json,
 // history.json, nemesis.json, logs/, and linearizability.html on failure.
@@ -39,9 +41,13 @@ func TestJepsen(t *testing.T) {
 			t.Fatalf("AMSERVER_E2E_SEED=%q: %v", v, err)
 		}
 	}
-	outDir := filepath.Join("out", time.Now().Format("20060102-150405"))
+	started := time.Now()
+	outDir := filepath.Join("out", started.Format("20060102-150405"))
 	var reports []check.Report
-	t.Cleanup(func() { printReports(t, outDir, reports) })
+	t.Cleanup(func() {
+		printReports(t, outDir, reports)
+		writeReliability(t, s, started, reports)
+	})
 	next := func(rs runSpec) runSpec {
 		rs.seed, rs.duration, rs.outDir = seed, s.duration, outDir
 		seed++

@@ -29,7 +29,7 @@ func TestPlantedBugsCaught(t *testing.T) {
 		// A minority-side server answers default reads from its own state.
 		{"stale-read", "isolate-leader", []string{"linearizable"}},
 		// The isolated leader acknowledges writes Raft never commits.
-		{"early-ack", "isolate-leader", []string{"linearizable", "unique-creates"}},
+		{"early-ack", "isolate-leader", []string{"linearizable", "unique-creates", "final-registers"}},
 	}
 	outDir := filepath.Join("out", time.Now().Format("20060102-150405")+"-plant")
 	var reports []check.Report

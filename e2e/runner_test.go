@@ -79,6 +79,7 @@ func runOne(ctx context.Context, c *Cluster, rs runSpec) check.Report {
 	cancel()
 	if err != nil {
 		rep := check.NewReport(rs.name, rs.seed, nil, time.Since(started))
+		rep.Nemesis = rs.nemesis.name
 		rep.Add(failed("setup", err.Error()))
 		return rep
 	}
@@ -105,6 +106,7 @@ func runOne(ctx context.Context, c *Cluster, rs runSpec) check.Report {
 // actions that failed, and a cluster that did not return to health.
 func judge(ctx context.Context, c *Cluster, rs runSpec, h *workload.History, tl *timeline, runErr error) (check.Report, []byte) {
 	rep := check.NewReport(rs.name, rs.seed, h, 0)
+	rep.Nemesis = rs.nemesis.name
 	ops := h.Ops()
 	// Convergence first: its budget starts at the heal.
 	conv := check.Converge(ctx, c.HTTPAddrs(), convergeWithin, c.ClientOptions()...)
@@ -115,6 +117,7 @@ func judge(ctx context.Context, c *Cluster, rs runSpec, h *workload.History, tl 
 		rep.Add(failed("unique-creates", "final bundle list unreadable: "+err.Error()))
 	} else {
 		rep.Add(check.UniqueCreates(ops, final))
+		rep.Add(check.FinalRegisters(ops, final))
 	}
 	rep.Add(check.Placement(h.Samples()))
 	rep.Add(check.MonotonicIndex(ops))

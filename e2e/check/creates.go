@@ -59,7 +59,7 @@ func checkCreate(c *collector, id string, list []workload.Op, present int) {
 	}
 	switch {
 	case acked && present == 0:
-		c.addf("acknowledged create %s (op %d) is missing from the final state", id, list[0].ID)
+		c.kindf(KindLostAck, "acknowledged create %s (op %d) is missing from the final state", id, list[0].ID)
 	case allFailed && present > 0:
 		c.addf("create %s failed definitely (op %d, %s) but the bundle exists", id, list[0].ID, list[0].Code)
 	}

@@ -78,7 +78,7 @@ func checkSample(c *collector, s *workload.Sample) {
 		n := &s.Nodes[i]
 		nodes[n.ID] = n
 		if r, a := milli(n.Reserved.Capacity), milli(n.Allocatable); r > a {
-			c.addf("%s: node %s reports reserved capacity %.3f > allocatable %.3f", where, n.ID, n.Reserved.Capacity, n.Allocatable)
+			c.kindf(KindOverCommit, "%s: node %s reports reserved capacity %.3f > allocatable %.3f", where, n.ID, n.Reserved.Capacity, n.Allocatable)
 		}
 	}
 	use := map[string]*nodeUse{}
@@ -124,13 +124,13 @@ func addUse(c *collector, where string, b *api.Bundle, nodes map[string]*api.Nod
 func addDevices(c *collector, where string, j api.JobPlacement, h holder, u *nodeUse) {
 	for _, core := range j.Cores {
 		if other, dup := u.cores[core]; dup {
-			c.addf("%s: node %s core %d pinned by both %s and %s", where, j.NodeID, core, other, h)
+			c.kindf(KindOverCommit, "%s: node %s core %d pinned by both %s and %s", where, j.NodeID, core, other, h)
 		}
 		u.cores[core] = h
 	}
 	for _, g := range j.GPUs {
 		if other, dup := u.exclusive[g]; dup {
-			c.addf("%s: node %s exclusive GPU %d held by both %s and %s", where, j.NodeID, g, other, h)
+			c.kindf(KindOverCommit, "%s: node %s exclusive GPU %d held by both %s and %s", where, j.NodeID, g, other, h)
 		}
 		u.exclusive[g] = h
 	}
@@ -157,7 +157,7 @@ func checkNodeUse(c *collector, where string, n *api.Node, u *nodeUse) {
 			c.addf("%s: node %s has no GPU %d, held by %s", where, n.ID, idx, u.exclusive[idx])
 		}
 		if sharer, ok := u.sharedBy[idx]; ok {
-			c.addf("%s: node %s GPU %d held exclusively by %s is also shared by %s", where, n.ID, idx, u.exclusive[idx], sharer)
+			c.kindf(KindOverCommit, "%s: node %s GPU %d held exclusively by %s is also shared by %s", where, n.ID, idx, u.exclusive[idx], sharer)
 		}
 	}
 	for _, idx := range slices.Sorted(maps.Keys(u.shares)) {
@@ -166,7 +166,7 @@ func checkNodeUse(c *collector, where string, n *api.Node, u *nodeUse) {
 		case !ok:
 			c.addf("%s: node %s has no GPU %d, shared by %s", where, n.ID, idx, u.sharedBy[idx])
 		case u.shares[idx] > milli(g.TotalCapacity):
-			c.addf("%s: node %s GPU %d over-committed: shares %.3f > capacity %.3f",
+			c.kindf(KindOverCommit, "%s: node %s GPU %d over-committed: shares %.3f > capacity %.3f",
 				where, n.ID, idx, float64(u.shares[idx])/1000, g.TotalCapacity)
 		}
 	}

@@ -15,10 +15,15 @@ import (
 
 // Report is one run's verdict.
 type Report struct {
-	Name     string   `json:"name"`
-	Seed     int64    `json:"seed"`
-	Ops      int      `json:"ops"`
-	Samples  int      `json:"samples"`
+	Name string `json:"name"`
+	// Nemesis is the fault the run injected (Name adds the run number).
+	Nemesis string `json:"nemesis,omitempty"`
+	Seed    int64  `json:"seed"`
+	Ops     int    `json:"ops"`
+	Samples int    `json:"samples"`
+	// Acked, Failed and Unknown split Ops by outcome.
+	Acked    int      `json:"acked"`
+	Failed   int      `json:"failed"`
 	Unknown  int      `json:"unknown"`
 	Duration string   `json:"duration"`
 	Results  []Result `json:"results"`
@@ -34,7 +39,12 @@ func NewReport(name string, seed int64, h *workload.History, d time.Duration) Re
 	ops := h.Ops()
 	r.Ops, r.Samples = len(ops), len(h.Samples())
 	for _, op := range ops {
-		if op.Outcome == workload.Unknown {
+		switch op.Outcome {
+		case workload.OK:
+			r.Acked++
+		case workload.Fail:
+			r.Failed++
+		case workload.Unknown:
 			r.Unknown++
 		}
 	}

@@ -5,6 +5,7 @@ package check
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -20,7 +21,19 @@ type Result struct {
 	Count int `json:"count,omitempty"`
 	// TookMs is how long a waiting checker (Converge) took to pass.
 	TookMs int64 `json:"tookMs,omitempty"`
+	// Kinds counts the violations of a named kind among Count (KindLostAck,
+	// KindOverCommit), which the reliability report totals on their own.
+	Kinds map[string]int `json:"kinds,omitempty"`
 }
+
+// Violation kinds that the reliability report counts apart.
+const (
+	// KindLostAck is an acknowledged write missing from the final state.
+	KindLostAck = "lostAck"
+	// KindOverCommit is a node holding more than it has, in one sample:
+	// reserved capacity, a pinned core, an exclusive or shared GPU.
+	KindOverCommit = "overCommit"
+)
 
 // MaxViolations caps the violations a Result lists.
 const MaxViolations = 20
@@ -32,6 +45,7 @@ type collector struct {
 	checked int
 	total   int
 	list    []string
+	kinds   map[string]int
 }
 
 func newCollector(name string) *collector { return &collector{name: name} }
@@ -43,8 +57,18 @@ func (c *collector) addf(format string, args ...any) {
 	}
 }
 
+// kindf is addf for a violation of a kind the report counts apart.
+func (c *collector) kindf(kind, format string, args ...any) {
+	if c.kinds == nil {
+		c.kinds = map[string]int{}
+	}
+	c.kinds[kind]++
+	c.addf(format, args...)
+}
+
 func (c *collector) result() Result {
-	r := Result{Name: c.name, OK: c.total == 0, Checked: c.checked, Violations: slices.Clone(c.list), Count: c.total}
+	r := Result{Name: c.name, OK: c.total == 0, Checked: c.checked, Violations: slices.Clone(c.list), Count: c.total,
+		Kinds: maps.Clone(c.kinds)}
 	if c.total > len(c.list) {
 		r.Violations = append(r.Violations, fmt.Sprintf("... %d violations in total", c.total))
 	}

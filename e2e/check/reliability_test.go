@@ -1,0 +1,95 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// syntheticReports: two nemeses, three runs. kill-leader-2 has a lost
+// create and a linearizability failure; pause-1 over-commits and does not
+// converge; the harness failed once.
+func syntheticReports() []Report {
+	run := func(name, nemesis string, acked, failed, unknown int, results ...Result) Report {
+		r := Report{Name: name, Nemesis: nemesis, Seed: 7, Acked: acked, Failed: failed, Unknown: unknown, OK: true}
+		for _, res := range results {
+			r.Add(res)
+		}
+		return r
+	}
+	ok := func(name string) Result { return Result{Name: name, OK: true} }
+	conv := func(ms int64) Result { return Result{Name: "converge", OK: true, TookMs: ms} }
+	return []Report{
+		run("kill-leader-1", "kill-leader", 100, 10, 2, ok("linearizable"), ok("unique-creates"), ok("placement"),
+			ok("monotonic-index"), conv(1200)),
+		run("kill-leader-2", "kill-leader", 50, 5, 1,
+			Result{Name: "linearizable", Violations: []string{"porcupine: not | linearizable\nat op 3"}},
+			Result{Name: "unique-creates", Count: 2, Violations: []string{"a", "b"}, Kinds: map[string]int{KindLostAck: 1}},
+			Result{Name: "final-registers", Count: 1, Violations: []string{"lost"}, Kinds: map[string]int{KindLostAck: 1}},
+			ok("placement"), ok("monotonic-index"), conv(3400)),
+		run("pause-1", "pause", 30, 20, 10, ok("linearizable"), ok("unique-creates"),
+			Result{Name: "placement", Count: 25, Violations: []string{"over"}, Kinds: map[string]int{KindOverCommit: 25}},
+			ok("monotonic-index"), Result{Name: "converge", Count: 1, Violations: []string{"not converged within 10s"}},
+			Result{Name: "nemesis", Count: 1, Violations: []string{"heal failed"}}),
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	sums := Summarize(syntheticReports())
+	if len(sums) != 2 || sums[0].Nemesis != "kill-leader" || sums[1].Nemesis != "pause" {
+		t.Fatalf("groups %+v", sums)
+	}
+	kl, p := sums[0], sums[1]
+	checks := []struct {
+		what      string
+		got, want int
+	}{
+		{"kill-leader runs", kl.Runs, 2}, {"kill-leader passed", kl.Passed, 1},
+		{"kill-leader acked", kl.Acked, 150}, {"kill-leader failed", kl.Failed, 15}, {"kill-leader unknown", kl.Unknown, 3},
+		{"kill-leader linearizable", kl.Violations["linearizable"], 1},
+		{"kill-leader unique-creates", kl.Violations["unique-creates"], 2},
+		{"kill-leader other", kl.Violations["other"], 1},
+		{"kill-leader lost acks", kl.LostAcks, 2},
+		{"kill-leader worst convergence", int(kl.WorstConvergeMs), 3400},
+		{"kill-leader not converged", kl.NotConverged, 0},
+		{"pause passed", p.Passed, 0}, {"pause placement", p.Violations["placement"], 25},
+		{"pause over-commits", p.OverCommits, 25}, {"pause other", p.Violations["other"], 1},
+		{"pause not converged", p.NotConverged, 1}, {"pause worst convergence", int(p.WorstConvergeMs), 0},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.what, c.got, c.want)
+		}
+	}
+}
+
+func TestWriteReliability(t *testing.T) {
+	var b strings.Builder
+	meta := RunMeta{Date: time.Date(2026, 12, 2, 1, 30, 0, 0, time.UTC), Commit: "abc1234", Machine: "2 cores",
+		Runs: 2, Duration: time.Minute, Took: 90 * time.Minute, Command: "make jepsen RUNS=2"}
+	if err := WriteReliability(&b, meta, syntheticReports(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"- Date: 2026-12-02 01:30 UTC\n", "- Commit: abc1234\n", "- Machine: 2 cores\n",
+		"RUNS=2 per nemesis, 1m0s of workload each", "took 1h30m0s",
+		"| nemesis | runs | passed | ops ok / failed / unknown | linearizable | unique creates | placement | monotonic index | other | lost acks | over-commits | worst convergence |",
+		"| kill-leader | 2 | 1 | 150 / 15 / 3 | 1 | 2 | 0 | 0 | 1 | 2 | 0 | 3.4s |\n",
+		"| pause | 1 | 0 | 30 / 20 / 10 | 0 | 0 | 25 | 0 | 1 | 0 | 25 | - (1 not within 10s) |\n",
+		"| **all** | 3 | 1 | 180 / 35 / 13 | 1 | 2 | 25 | 0 | 2 | 2 | 25 | 3.4s (1 not within 10s) |\n",
+		"- **kill-leader-2** (seed 7):\n  - linearizable, 1: porcupine: not \\| linearizable at op 3\n",
+		"  - nemesis, 1: heal failed\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	var passing strings.Builder
+	if err := WriteReliability(&passing, meta, syntheticReports()[:1], 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(passing.String(), "Every run passed every check.") {
+		t.Errorf("a passing matrix does not say so:\n%s", passing.String())
+	}
+}

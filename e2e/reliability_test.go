@@ -1,0 +1,103 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/e2e/check"
+)
+
+// writeReliability writes the full matrix's reliability report to the path
+// in AMSERVER_E2E_REPORT (make jepsen: docs/reliability.md), if set.
+func writeReliability(t *testing.T, s settings, started time.Time, reports []check.Report) {
+	path := os.Getenv("AMSERVER_E2E_REPORT")
+	if path == "" || !s.full || len(reports) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := fmt.Sprintf("make jepsen RUNS=%d", s.runs)
+	if f := os.Getenv("AMSERVER_E2E_NEMESES"); f != "" {
+		cmd += " NEMESES=" + f
+	}
+	if d := os.Getenv("AMSERVER_E2E_DURATION"); d != "" {
+		cmd += " DURATION=" + d
+	}
+	meta := check.RunMeta{Date: started, Commit: commitInfo(ctx), Machine: machineInfo(ctx), Runs: s.runs,
+		Duration: s.duration, Took: time.Since(started), Secure: os.Getenv("AMSERVER_E2E_SECURE") == "1", Command: cmd}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Errorf("reliability report: %v", err)
+		return
+	}
+	if err := check.WriteReliability(f, meta, reports, convergeWithin); err != nil {
+		t.Errorf("%v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("reliability report: %v", err)
+	}
+	t.Logf("reliability report written to %s", path)
+}
+
+// commitInfo is the short commit, marked dirty when the tree has changes
+// other than the report itself.
+func commitInfo(ctx context.Context) string {
+	head, err := run(ctx, "git", "rev-parse", "--short=12", "HEAD")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	status, err := run(ctx, "git", "status", "--porcelain", "--untracked-files=no", "--", "..", ":!../docs/reliability.md")
+	if err == nil && status != "" {
+		head += "-dirty"
+	}
+	return head
+}
+
+// machineInfo describes where the matrix ran: CPU, cores, memory, kernel
+// and Docker, and the load when the report was written.
+func machineInfo(ctx context.Context) string {
+	parts := []string{fmt.Sprintf("%d cores", runtime.NumCPU())}
+	if m := procField("/proc/cpuinfo", "model name"); m != "" {
+		parts[0] += " (" + m + ")"
+	}
+	if m := procField("/proc/meminfo", "MemTotal"); m != "" {
+		parts = append(parts, m+" memory")
+	}
+	if k, err := run(ctx, "uname", "-sr"); err == nil {
+		parts = append(parts, k)
+	}
+	if v, err := docker(ctx, "version", "--format", "{{.Server.Version}}"); err == nil {
+		parts = append(parts, "Docker "+v)
+	}
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(l)); len(f) >= 3 {
+			parts = append(parts, "load average at the end "+strings.Join(f[:3], " "))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// procField returns the value of the first "key: value" line of a /proc file.
+func procField(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }() // read-only
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
