@@ -42,11 +42,12 @@ func TestJepsen(t *testing.T) {
 		}
 	}
 	started := time.Now()
+	commit := commitInfo(t.Context())
 	outDir := filepath.Join("out", started.Format("20060102-150405"))
 	var reports []check.Report
 	t.Cleanup(func() {
 		printReports(t, outDir, reports)
-		writeReliability(t, s, started, reports)
+		writeReliability(t, s, started, commit, reports)
 	})
 	next := func(rs runSpec) runSpec {
 		rs.seed, rs.duration, rs.outDir = seed, s.duration, outDir

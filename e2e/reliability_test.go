@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,8 @@ import (
 
 // writeReliability writes the full matrix's reliability report to the path
 // in AMSERVER_E2E_REPORT (make jepsen: docs/reliability.md), if set.
-func writeReliability(t *testing.T, s settings, started time.Time, reports []check.Report) {
+// commit is the tree's commit, read when the matrix started.
+func writeReliability(t *testing.T, s settings, started time.Time, commit string, reports []check.Report) {
 	path := os.Getenv("AMSERVER_E2E_REPORT")
 	if path == "" || !s.full || len(reports) == 0 {
 		return
@@ -31,7 +33,7 @@ func writeReliability(t *testing.T, s settings, started time.Time, reports []che
 	if d := os.Getenv("AMSERVER_E2E_DURATION"); d != "" {
 		cmd += " DURATION=" + d
 	}
-	meta := check.RunMeta{Date: started, Commit: commitInfo(ctx), Machine: machineInfo(ctx), Runs: s.runs,
+	meta := check.RunMeta{Date: started, Commit: commit, Machine: machineInfo(ctx), Runs: s.runs,
 		Duration: s.duration, Took: time.Since(started), Secure: os.Getenv("AMSERVER_E2E_SECURE") == "1", Command: cmd}
 	f, err := os.Create(path)
 	if err != nil {
@@ -68,8 +70,8 @@ func machineInfo(ctx context.Context) string {
 	if m := procField("/proc/cpuinfo", "model name"); m != "" {
 		parts[0] += " (" + m + ")"
 	}
-	if m := procField("/proc/meminfo", "MemTotal"); m != "" {
-		parts = append(parts, m+" memory")
+	if kb, err := strconv.ParseInt(strings.TrimSuffix(procField("/proc/meminfo", "MemTotal"), " kB"), 10, 64); err == nil {
+		parts = append(parts, fmt.Sprintf("%.1f GiB memory", float64(kb)/(1<<20)))
 	}
 	if k, err := run(ctx, "uname", "-sr"); err == nil {
 		parts = append(parts, k)
