@@ -52,6 +52,7 @@ const (
 	FindingInvalidRequirement        = "invalidRequirement"
 	FindingUnsatisfiableCapacity     = "unsatisfiableCapacity"
 	FindingUnsatisfiableCores        = "unsatisfiableCores"
+	FindingUnsatisfiableMemory       = "unsatisfiableMemory"
 	FindingUnsatisfiableGpu          = "unsatisfiableGpu"
 	FindingUnsatisfiableCapability   = "unsatisfiableCapability"
 	FindingLimitExceeded             = "limitExceeded" // a list, map, string or number over its bound
