@@ -15,8 +15,8 @@ const (
 	CodeUnknownJobNameInPlacement = "unknownJobNameInPlacement"
 	CodeSelfReferenceInPlacement  = "selfReferenceInPlacement"
 	CodeContradictoryPlacement    = "contradictoryPlacement"
-	CodeEmptyPool                 = "emptyPool"
-	CodeUnknownPool               = "unknownPool"
+	CodeEmptyPoolList             = "emptyPoolList"
+	CodeUnknownPoolName           = "unknownPoolName"
 	CodeUnknownResiliencePool     = "unknownResiliencePool"
 	CodeResilienceUnsatisfiable   = "resilienceUnsatisfiable"
 	CodeInvalidExpression         = "invalidExpression"
@@ -154,7 +154,7 @@ func checkBundleFields(c *collector, spec *BundleSpec) {
 
 func checkPool(c *collector, spec *BundleSpec, st *State) *Pool {
 	if spec.Pool == "" {
-		c.errorf("", CodeEmptyPool, "pool is required")
+		c.errorf("", CodeEmptyPoolList, "pool is required")
 		return nil
 	}
 	if st == nil {
@@ -162,7 +162,7 @@ func checkPool(c *collector, spec *BundleSpec, st *State) *Pool {
 	}
 	p := st.Pool(spec.Pool)
 	if p == nil {
-		c.errorf("", CodeUnknownPool, "pool %q is not configured", spec.Pool)
+		c.errorf("", CodeUnknownPoolName, "pool %q is not configured", spec.Pool)
 	}
 	return p
 }

@@ -169,8 +169,8 @@ var valCases = []struct {
 		s.Jobs = valJobs("x", "y", "z")
 		s.Jobs[2].SeparateFrom = []string{"x", "y"}
 	}, nil, nil},
-	{"emptyPool", func(s *BundleSpec) { s.Pool = "" }, []string{CodeEmptyPool}, nil},
-	{"unknownPool", func(s *BundleSpec) { s.Pool = "nope" }, []string{CodeUnknownPool}, nil},
+	{"emptyPoolList", func(s *BundleSpec) { s.Pool = "" }, []string{CodeEmptyPoolList}, nil},
+	{"unknownPoolName", func(s *BundleSpec) { s.Pool = "nope" }, []string{CodeUnknownPoolName}, nil},
 	{"unknownResiliencePool", func(s *BundleSpec) { s.Resilience.Pool = "nope" }, []string{CodeUnknownResiliencePool}, nil},
 	{"resilienceUnsatisfiable", func(s *BundleSpec) { s.Resilience.SameCloud = Forbid }, []string{CodeResilienceUnsatisfiable}, nil},
 	{"resilienceUnsatisfiable explicit same pool", func(s *BundleSpec) { s.Resilience.SameCloud, s.Resilience.Pool = Forbid, "edge" }, []string{CodeResilienceUnsatisfiable}, nil},
