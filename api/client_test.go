@@ -129,12 +129,12 @@ func TestCreateBundleGeneratesIDOnce(t *testing.T) {
 
 func TestErrorDecoding(t *testing.T) {
 	c, _ := serve(t,
-		jsonAnswer(422, `{"error":{"code":"validationFailed","message":"bad","errors":[{"code":"emptyPool","message":"pool is required"}],"warnings":[]}}`),
+		jsonAnswer(422, `{"error":{"code":"validationFailed","message":"bad","errors":[{"code":"emptyPoolList","message":"pool is required"}],"warnings":[]}}`),
 		jsonAnswer(502, `<html>bad gateway</html>`))
 	_, err := c.ValidateBundle(context.Background(), BundleSpec{})
 	var e *Error
-	if !errors.As(err, &e) || e.Status != 422 || e.Code != CodeValidationFailed || e.Errors[0].Code != FindingEmptyPool ||
-		!strings.Contains(err.Error(), "emptyPool") {
+	if !errors.As(err, &e) || e.Status != 422 || e.Code != CodeValidationFailed || e.Errors[0].Code != FindingEmptyPoolList ||
+		!strings.Contains(err.Error(), "emptyPoolList") {
 		t.Fatalf("422 = %#v", err)
 	}
 	_, _, err = c.Bundle(context.Background(), "b1", nil)

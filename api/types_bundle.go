@@ -46,6 +46,11 @@ type Requirements struct {
 	GPUModel      string              `json:"gpuModel,omitempty"`
 	ExclusiveGPUs int                 `json:"exclusiveGpus,omitempty"`
 	Capabilities  []CapabilityRequest `json:"capabilities,omitempty"`
+	// MemoryMiB is reserved on the node: requests never add up past a
+	// node's totalMemoryMiB. MemoryLimitMiB (>= MemoryMiB when both are
+	// set) is what the driver enforces; without it nothing is enforced.
+	MemoryMiB      int64 `json:"memoryMiB,omitempty"`
+	MemoryLimitMiB int64 `json:"memoryLimitMiB,omitempty"`
 }
 
 // Affinity is a soft constraint with a weight in -100..100.

@@ -24,11 +24,15 @@ type Assignment struct {
 	Launch    Launch `json:"launch"`
 	// Runtime is what the worker runs the launch with: the template's
 	// runtime, or the legacy driver.
-	Runtime  string    `json:"runtime,omitempty"`
-	Capacity float64   `json:"capacity"`
-	Cores    []int     `json:"cores,omitempty"`
-	GPU      *GPUShare `json:"gpu,omitempty"`
-	GPUs     []int     `json:"gpus,omitempty"`
+	Runtime  string  `json:"runtime,omitempty"`
+	Capacity float64 `json:"capacity"`
+	// MemoryMiB is the reserved request; MemoryLimitMiB the limit the
+	// driver enforces (0: none).
+	MemoryMiB      int64     `json:"memoryMiB,omitempty"`
+	MemoryLimitMiB int64     `json:"memoryLimitMiB,omitempty"`
+	Cores          []int     `json:"cores,omitempty"`
+	GPU            *GPUShare `json:"gpu,omitempty"`
+	GPUs           []int     `json:"gpus,omitempty"`
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`

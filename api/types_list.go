@@ -83,6 +83,9 @@ type NodeSummary struct {
 	ReservedCapacity float64 `json:"reservedCapacity"`
 	TotalCores       int     `json:"totalCores"`
 	ReservedCores    int     `json:"reservedCores"`
+	// Memory in MiB: the node's total and what requests hold of it.
+	TotalMemoryMiB    int64 `json:"totalMemoryMiB"`
+	ReservedMemoryMiB int64 `json:"reservedMemoryMiB"`
 	// GPUCapacity sums the devices' capacity, ReservedGPU what is held of it.
 	GPUCapacity float64   `json:"gpuCapacity"`
 	ReservedGPU float64   `json:"reservedGpu"`

@@ -50,6 +50,10 @@ type NodeSpec struct {
 	Runtimes []string `json:"runtimes,omitempty"`
 	// Kind is "" or "proxmox" (the only fit for pve-vm and pve-ct).
 	Kind string `json:"kind,omitempty"`
+	// TotalMemoryMiB is what memory requests placed here may add up to; a
+	// worker reads it from /proc/meminfo unless --memory-mib sets it. 0: the
+	// node takes no job that requests memory.
+	TotalMemoryMiB int64 `json:"totalMemoryMiB,omitempty"`
 }
 
 // GPUReserved is what reservations hold of one device.
@@ -62,6 +66,7 @@ type GPUReserved struct {
 // Reserved is what a node's reservations hold.
 type Reserved struct {
 	Capacity     float64           `json:"capacity"`
+	MemoryMiB    int64             `json:"memoryMiB"`
 	Cores        int               `json:"cores"`
 	CoreSet      []int             `json:"coreSet"`
 	GPUs         []GPUReserved     `json:"gpus"`
@@ -80,9 +85,11 @@ type Node struct {
 	LastSeen time.Time `json:"lastSeen,omitzero"`
 	// Tier is the pool tier the node's cloud label selects; "" when the pool
 	// has no tiers (or none matches).
-	Tier        string   `json:"tier,omitempty"`
-	Allocatable float64  `json:"allocatable"`
-	Reserved    Reserved `json:"reserved"`
+	Tier        string  `json:"tier,omitempty"`
+	Allocatable float64 `json:"allocatable"`
+	// AllocatableMemoryMiB is totalMemoryMiB: memory has no utilisation cap.
+	AllocatableMemoryMiB int64    `json:"allocatableMemoryMiB"`
+	Reserved             Reserved `json:"reserved"`
 	// Assignments counts the assignments the node's worker must run.
 	Assignments int    `json:"assignments"`
 	CreateIndex uint64 `json:"createIndex"`
@@ -111,14 +118,16 @@ type Tier struct {
 
 // PoolCaps are aggregate reservation ceilings; 0 means none.
 type PoolCaps struct {
-	MaxCapacity float64 `json:"maxCapacity"`
-	MaxCores    int     `json:"maxCores"`
+	MaxCapacity  float64 `json:"maxCapacity"`
+	MaxCores     int     `json:"maxCores"`
+	MaxMemoryMiB int64   `json:"maxMemoryMiB,omitempty"`
 }
 
-// PoolDefaults are layered into jobs that omit capacity or cores.
+// PoolDefaults are layered into jobs that omit capacity, cores or memory.
 type PoolDefaults struct {
-	Capacity float64 `json:"capacity"`
-	Cores    int     `json:"cores"`
+	Capacity  float64 `json:"capacity"`
+	Cores     int     `json:"cores"`
+	MemoryMiB int64   `json:"memoryMiB,omitempty"`
 }
 
 // InstanceType is a node profile an elastic pool can provision.
@@ -132,6 +141,8 @@ type InstanceType struct {
 	// (NodeSpec's); placement and validation plan with them.
 	Runtimes []string `json:"runtimes,omitempty"`
 	Kind     string   `json:"kind,omitempty"`
+	// TotalMemoryMiB is what the nodes of this type will register.
+	TotalMemoryMiB int64 `json:"totalMemoryMiB,omitempty"`
 }
 
 // Provisioner says how an elastic pool obtains nodes: a URL or a command.
@@ -142,8 +153,9 @@ type Provisioner struct {
 
 // PoolUsage is what a pool's reservations hold in total.
 type PoolUsage struct {
-	Capacity float64 `json:"capacity"`
-	Cores    int     `json:"cores"`
+	Capacity  float64 `json:"capacity"`
+	Cores     int     `json:"cores"`
+	MemoryMiB int64   `json:"memoryMiB,omitempty"`
 }
 
 // Pool is the body of PUT /v1/pools/{name} and of pool reads. Usage,

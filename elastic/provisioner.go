@@ -43,10 +43,12 @@ type ProvisionRequest struct {
 // ProvisionInventory is the instance type in API units: what the worker
 // should register (amserver agent --worker --capacity ... --cores ...).
 type ProvisionInventory struct {
-	TotalCapacity float64          `json:"totalCapacity"`
-	TotalCores    int              `json:"totalCores"`
-	GPUs          []api.GPU        `json:"gpus,omitempty"`
-	Capabilities  []api.Capability `json:"capabilities,omitempty"`
+	TotalCapacity float64 `json:"totalCapacity"`
+	TotalCores    int     `json:"totalCores"`
+	// TotalMemoryMiB is what the node should register (--memory-mib).
+	TotalMemoryMiB int64            `json:"totalMemoryMiB,omitempty"`
+	GPUs           []api.GPU        `json:"gpus,omitempty"`
+	Capabilities   []api.Capability `json:"capabilities,omitempty"`
 }
 
 // Provisioner obtains and gives back nodes for an elastic pool. Both calls
@@ -76,7 +78,7 @@ func newProvisioner(p *fsm.Provisioner, hc *http.Client, policy Policy) Provisio
 // provisionRequest builds the request for a spawn.
 func provisionRequest(op string, sp *fsm.Spawn, join, servers []string) *ProvisionRequest {
 	it := sp.InstanceType
-	inv := ProvisionInventory{TotalCapacity: fromMilli(it.TotalCapacity), TotalCores: it.TotalCores}
+	inv := ProvisionInventory{TotalCapacity: fromMilli(it.TotalCapacity), TotalCores: it.TotalCores, TotalMemoryMiB: it.TotalMemoryMiB}
 	for _, g := range it.GPUs {
 		inv.GPUs = append(inv.GPUs, api.GPU{Index: g.Index, Model: g.Model, TotalCapacity: fromMilli(g.Capacity)})
 	}
@@ -121,6 +123,7 @@ func (r *ProvisionRequest) env(raw []byte) []string {
 		p + "SERVERS=" + strings.Join(r.Servers, ","),
 		p + "CAPACITY=" + formatFloat(r.Inventory.TotalCapacity),
 		p + "CORES=" + strconv.Itoa(r.Inventory.TotalCores),
+		p + "MEMORY_MIB=" + strconv.FormatInt(r.Inventory.TotalMemoryMiB, 10),
 		p + "GPUS=" + strings.Join(gpus, " "),
 		p + "CAPABILITIES=" + strings.Join(caps, " "),
 	}

@@ -20,7 +20,7 @@ import (
 
 func sampleSpawn() *fsm.Spawn {
 	return &fsm.Spawn{ID: "r1", NodeID: "e-1", Pool: "e", InstanceType: fsm.InstanceType{
-		Name: "gpu", TotalCapacity: 2500, TotalCores: 4,
+		Name: "gpu", TotalCapacity: 2500, TotalCores: 4, TotalMemoryMiB: 16384,
 		GPUs:         []ledger.GPU{{Index: 0, Model: "t4", Capacity: 1000}},
 		Capabilities: []ledger.Capability{{Name: "nic", Count: 2, Attributes: map[string]string{"speed": "25g", "a": "b"}}},
 	}}
@@ -50,6 +50,7 @@ func TestExecProvisionerEnvironment(t *testing.T) {
 		"AMSERVER_PROVISION_INSTANCE_TYPE=gpu", "AMSERVER_PROVISION_NODE_ID=e-1",
 		"AMSERVER_PROVISION_JOIN=10.0.0.1:7072,10.0.0.2:7072", "AMSERVER_PROVISION_SERVERS=10.0.0.1:7070",
 		"AMSERVER_PROVISION_CAPACITY=2.5", "AMSERVER_PROVISION_CORES=4", "AMSERVER_PROVISION_GPUS=0:t4:1",
+		"AMSERVER_PROVISION_MEMORY_MIB=16384",
 		"AMSERVER_PROVISION_CAPABILITIES=nic:2:a=b,speed=25g",
 	} {
 		if !strings.Contains(env, want+"\n") {
@@ -60,6 +61,7 @@ func TestExecProvisionerEnvironment(t *testing.T) {
 	js, _, _ = strings.Cut(js, "\n")
 	var got ProvisionRequest
 	if err := json.Unmarshal([]byte(js), &got); err != nil || got.RequestID != "r1" || got.Inventory.TotalCapacity != 2.5 ||
+		got.Inventory.TotalMemoryMiB != 16384 ||
 		len(got.Inventory.GPUs) != 1 || got.Op != ProvisionCreate {
 		t.Fatalf("AMSERVER_PROVISION_REQUEST %q: %+v %v", js, got, err)
 	}

@@ -239,6 +239,7 @@ func (t *tx) startAssignment(b *Bundle, p Place) {
 	if spec := b.Spec.Job(p.Job); spec != nil {
 		a.Launch = spec.Launch
 		a.Runtime = LaunchRuntime(&spec.Launch, t.TemplateRuntime)
+		a.MemoryLimitMiB = spec.Requirements.MemoryLimitMiB
 	}
 	if old := t.Assignment(a.ID); old != nil {
 		a.CreateIndex = old.CreateIndex

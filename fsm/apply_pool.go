@@ -32,6 +32,8 @@ func capsExceeded(p *Pool) string {
 		return "maxCapacity"
 	case p.Caps.MaxCores > 0 && p.Usage.Cores > p.Caps.MaxCores:
 		return "maxCores"
+	case p.Caps.MaxMemoryMiB > 0 && p.Usage.MemoryMiB > p.Caps.MaxMemoryMiB:
+		return "maxMemoryMiB"
 	}
 	return ""
 }

@@ -37,8 +37,7 @@ func recheckf(check, format string, args ...any) error {
 // placeCheck is one hard rule that a single placement depends on, checked
 // against the state the plan is applied to. The node exists, is placeable
 // and is in the slot's pool (stagePlace); the grant fits (ledger.Reserve,
-// which also holds the pool's caps). Runtime and memory checks join this
-// list as entries of their own.
+// which also holds the pool's caps, memory included).
 type placeCheck struct {
 	name  string
 	check func(t *tx, b *Bundle, job *Job, n *Node, g ledger.Grant) error
@@ -50,6 +49,21 @@ var placeChecks = []placeCheck{
 	{"runtime", recheckRuntime},
 	{"constraints", checkConstraints},
 	{"matches", checkMatches},
+	{ledger.DimMemory, checkMemoryGrant},
+}
+
+// checkMemoryGrant: the grant reserves at least the job's memory request
+// (the pool's default layered in). The ledger keeps grants within the
+// node's memory; this keeps a plan from placing a job that asks for
+// memory with a grant that holds none, which would over-commit the node
+// in fact while the ledger looked right.
+func checkMemoryGrant(t *tx, b *Bundle, job *Job, n *Node, g ledger.Grant) error {
+	want := t.State.Pool(n.Pool).Effective(job.Requirements).MemoryMiB
+	if g.MemoryMiB < want {
+		return recheckf(ledger.DimMemory, "bundle %s job %s: grant on node %s holds %d MiB of memory, the job requests %d MiB",
+			b.ID(), job.Name, n.ID, g.MemoryMiB, want)
+	}
+	return nil
 }
 
 // recheckRuntime: the node may have re-registered without the job's runtime

@@ -36,6 +36,8 @@ type Node struct {
 	Capabilities   []ledger.Capability `json:"capabilities,omitempty"`
 	Runtimes       []string            `json:"runtimes,omitempty"`
 	Kind           string              `json:"kind,omitempty"`
+	// TotalMemoryMiB bounds the memory requests placed here (0: none).
+	TotalMemoryMiB int64 `json:"totalMemoryMiB,omitempty"`
 
 	// Provided holds capabilities added by running node services, keyed by service id.
 	Provided map[string][]ledger.Capability `json:"provided,omitempty" api:"-"`
@@ -59,10 +61,11 @@ func (n *Node) Allocatable() int64 {
 // capabilities provided by running node services.
 func (n *Node) Inventory() ledger.Inventory {
 	inv := ledger.Inventory{
-		Allocatable:  n.Allocatable(),
-		TotalCores:   n.TotalCores,
-		GPUs:         n.GPUs,
-		Capabilities: n.Capabilities,
+		Allocatable:    n.Allocatable(),
+		TotalCores:     n.TotalCores,
+		TotalMemoryMiB: n.TotalMemoryMiB,
+		GPUs:           n.GPUs,
+		Capabilities:   n.Capabilities,
 	}
 	if len(n.Provided) > 0 {
 		inv.Capabilities = mergeProvided(n.Capabilities, n.Provided)
@@ -105,10 +108,11 @@ type (
 	Explain            = api.Explain
 )
 
-// PoolDefaults are layered into jobs that omit capacity or cores.
+// PoolDefaults are layered into jobs that omit capacity, cores or memory.
 type PoolDefaults struct {
-	Capacity int64 `json:"capacity" unit:"milli"`
-	Cores    int   `json:"cores"`
+	Capacity  int64 `json:"capacity" unit:"milli"`
+	Cores     int   `json:"cores"`
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 }
 
 // InstanceType is a node profile an elastic pool can provision.
@@ -121,6 +125,8 @@ type InstanceType struct {
 	// Runtimes and Kind are what its nodes will advertise (Node's).
 	Runtimes []string `json:"runtimes,omitempty"`
 	Kind     string   `json:"kind,omitempty"`
+	// TotalMemoryMiB is what its nodes will register.
+	TotalMemoryMiB int64 `json:"totalMemoryMiB,omitempty"`
 }
 
 // Pool groups nodes; it carries placement policy and aggregate caps.
@@ -333,6 +339,9 @@ type Assignment struct {
 	ServiceID string `json:"serviceId,omitempty" row:"13,intern"`
 	// Runtime is what the worker runs Launch with (Assignment.Runtime).
 	Runtime string `json:"runtime,omitempty" row:"16,intern"`
+	// MemoryLimitMiB is what the worker's driver enforces (0: no limit);
+	// the reserved request is Grant.MemoryMiB.
+	MemoryLimitMiB int64 `json:"memoryLimitMiB,omitempty" row:"17"`
 
 	CreateIndex uint64 `json:"createIndex" row:"14"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"15"`
@@ -363,7 +372,8 @@ type Event struct {
 }
 
 // Effective layers the pool's defaults under a job's request: a job that
-// omits capacity or cores gets the pool's.
+// omits capacity, cores or memory gets the pool's. A default memory request
+// never exceeds the job's own limit, so a limit alone stays consistent.
 func (p *Pool) Effective(req ledger.Request) ledger.Request {
 	if p == nil {
 		return req
@@ -373,6 +383,12 @@ func (p *Pool) Effective(req ledger.Request) ledger.Request {
 	}
 	if req.Cores == 0 {
 		req.Cores = p.Defaults.Cores
+	}
+	if req.MemoryMiB == 0 {
+		req.MemoryMiB = p.Defaults.MemoryMiB
+		if req.MemoryLimitMiB > 0 {
+			req.MemoryMiB = min(req.MemoryMiB, req.MemoryLimitMiB)
+		}
 	}
 	return req
 }

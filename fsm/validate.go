@@ -15,14 +15,15 @@ const (
 	CodeUnknownJobNameInPlacement = "unknownJobNameInPlacement"
 	CodeSelfReferenceInPlacement  = "selfReferenceInPlacement"
 	CodeContradictoryPlacement    = "contradictoryPlacement"
-	CodeEmptyPool                 = "emptyPool"
-	CodeUnknownPool               = "unknownPool"
+	CodeEmptyPoolList             = "emptyPoolList"
+	CodeUnknownPoolName           = "unknownPoolName"
 	CodeUnknownResiliencePool     = "unknownResiliencePool"
 	CodeResilienceUnsatisfiable   = "resilienceUnsatisfiable"
 	CodeInvalidExpression         = "invalidExpression"
 	CodeInvalidRequirement        = "invalidRequirement"
 	CodeUnsatisfiableCapacity     = "unsatisfiableCapacity"
 	CodeUnsatisfiableCores        = "unsatisfiableCores"
+	CodeUnsatisfiableMemory       = "unsatisfiableMemory"
 	CodeUnsatisfiableGpu          = "unsatisfiableGpu"
 	CodeUnsatisfiableCapability   = "unsatisfiableCapability"
 
@@ -153,7 +154,7 @@ func checkBundleFields(c *collector, spec *BundleSpec) {
 
 func checkPool(c *collector, spec *BundleSpec, st *State) *Pool {
 	if spec.Pool == "" {
-		c.errorf("", CodeEmptyPool, "pool is required")
+		c.errorf("", CodeEmptyPoolList, "pool is required")
 		return nil
 	}
 	if st == nil {
@@ -161,7 +162,7 @@ func checkPool(c *collector, spec *BundleSpec, st *State) *Pool {
 	}
 	p := st.Pool(spec.Pool)
 	if p == nil {
-		c.errorf("", CodeUnknownPool, "pool %q is not configured", spec.Pool)
+		c.errorf("", CodeUnknownPoolName, "pool %q is not configured", spec.Pool)
 	}
 	return p
 }
@@ -280,6 +281,15 @@ func checkRequest(c *collector, job string, r ledger.Request) bool {
 	}
 	if r.Cores < 0 || r.Cores > maxCores {
 		bad("cores %d must be within 0..%d", r.Cores, maxCores)
+	}
+	if r.MemoryMiB < 0 || r.MemoryMiB > maxMemoryMiB {
+		bad("memoryMiB %d must be within 0..%d", r.MemoryMiB, maxMemoryMiB)
+	}
+	if r.MemoryLimitMiB < 0 || r.MemoryLimitMiB > maxMemoryMiB {
+		bad("memoryLimitMiB %d must be within 0..%d", r.MemoryLimitMiB, maxMemoryMiB)
+	}
+	if r.MemoryMiB > 0 && r.MemoryLimitMiB > 0 && r.MemoryLimitMiB < r.MemoryMiB {
+		bad("memoryLimitMiB %d is below memoryMiB %d: a limit cannot be less than the request", r.MemoryLimitMiB, r.MemoryMiB)
 	}
 	if r.GPUCapacity < 0 || r.GPUCapacity > maxQuantity {
 		bad("gpuCapacity %s must be within 0..%s", units(r.GPUCapacity), units(maxQuantity))

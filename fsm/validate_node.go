@@ -18,6 +18,8 @@ const (
 	maxJobs            = 64
 	maxQuantity        = 1_000_000_000 // milli-units: 1,000,000 units
 	maxCores           = 4096
+	maxMemoryMiB       = 1 << 30 // a node, request or default of 1 PiB
+	maxPoolMemoryMiB   = 1 << 40 // a pool cap
 	maxExclusiveGPUs   = 64
 	maxCapabilityCount = 1_000_000
 	maxInventoryCount  = 1_000_000_000
@@ -75,6 +77,8 @@ func ValidateNode(n *Node) error {
 		return invalidf("node utilizationCap %s must be within (0, 1]", units(n.UtilizationCap))
 	case n.TotalCores < 0 || n.TotalCores > maxCores:
 		return invalidf("node totalCores %d must be within 0..%d", n.TotalCores, maxCores)
+	case n.TotalMemoryMiB < 0 || n.TotalMemoryMiB > maxMemoryMiB:
+		return invalidf("node totalMemoryMiB %d must be within 0..%d", n.TotalMemoryMiB, maxMemoryMiB)
 	}
 	if err := validateInventory("node", n.GPUs, n.Capabilities); err != nil {
 		return err
@@ -167,8 +171,12 @@ func ValidatePool(p *Pool) error {
 		return invalidf("pool kind %q must be cluster or elastic", p.Kind)
 	case !oneOf(p.Scoring, ScoringBinpack, ScoringSpread):
 		return invalidf("pool scoring %q must be binpack or spread", p.Scoring)
-	case p.Caps.MaxCapacity < 0 || p.Caps.MaxCores < 0:
+	case p.Caps.MaxCapacity < 0 || p.Caps.MaxCores < 0 || p.Caps.MaxMemoryMiB < 0:
 		return invalidf("pool caps must be >= 0")
+	case p.Caps.MaxMemoryMiB > maxPoolMemoryMiB:
+		return findingErr(CodeLimitExceeded, fmt.Sprintf("pool caps.maxMemoryMiB must be at most %d", int64(maxPoolMemoryMiB)))
+	case p.Defaults.MemoryMiB < 0 || p.Defaults.MemoryMiB > maxMemoryMiB:
+		return invalidf("pool defaults.memoryMiB %d must be within 0..%d", p.Defaults.MemoryMiB, maxMemoryMiB)
 	case p.Defaults.Capacity < 0 || p.Defaults.Capacity > maxQuantity:
 		return invalidf("pool defaults.capacity %s must be within 0..%s", units(p.Defaults.Capacity), units(maxQuantity))
 	case p.Defaults.Cores < 0 || p.Defaults.Cores > maxCores:
@@ -212,6 +220,8 @@ func validateElastic(p *Pool) error {
 			return invalidf("pool instanceTypes: %q totalCapacity must be within (0, %s]", it.Name, units(maxQuantity))
 		case it.TotalCores < 0 || it.TotalCores > maxCores:
 			return invalidf("pool instanceTypes: %q totalCores must be within 0..%d", it.Name, maxCores)
+		case it.TotalMemoryMiB < 0 || it.TotalMemoryMiB > maxMemoryMiB:
+			return invalidf("pool instanceTypes: %q totalMemoryMiB must be within 0..%d", it.Name, maxMemoryMiB)
 		}
 		names[it.Name] = true
 		what := "pool instance type " + strconv.Quote(it.Name)
@@ -332,7 +342,7 @@ func poolProfiles(st *State, p *Pool) *profileSource {
 	}
 	if p.Kind == PoolElastic {
 		for _, it := range p.InstanceTypes {
-			inv := ledger.Inventory{Allocatable: it.TotalCapacity, TotalCores: it.TotalCores, GPUs: it.GPUs}
+			inv := ledger.Inventory{Allocatable: it.TotalCapacity, TotalCores: it.TotalCores, TotalMemoryMiB: it.TotalMemoryMiB, GPUs: it.GPUs}
 			inv.Capabilities = withServices(it.Capabilities, nil, src.services)
 			src.seen = append(src.seen, profile{name: "instance type " + strconv.Quote(it.Name), inv: inv,
 				rt: OfferedRuntimes(it.Runtimes, it.Kind)})
@@ -411,7 +421,7 @@ type shortfall struct {
 }
 
 // shortfalls lists what profile p lacks for a job's request and runtime
-// need on an empty node, in the order runtime, capacity, cores, gpu,
+// need on an empty node, in the order runtime, capacity, cores, memory, gpu,
 // capabilities. Pool caps bound a single job too.
 func shortfalls(req ledger.Request, need RuntimeSet, p profile, caps ledger.PoolCaps) []shortfall {
 	var out []shortfall
@@ -426,6 +436,9 @@ func shortfalls(req ledger.Request, need RuntimeSet, p profile, caps ledger.Pool
 	}
 	if req.Cores > inv.TotalCores || (caps.MaxCores > 0 && req.Cores > caps.MaxCores) {
 		out = append(out, shortfall{CodeUnsatisfiableCores, fmt.Sprintf("%d pinned cores", req.Cores)})
+	}
+	if req.MemoryMiB > inv.TotalMemoryMiB || (caps.MaxMemoryMiB > 0 && req.MemoryMiB > caps.MaxMemoryMiB) {
+		out = append(out, shortfall{CodeUnsatisfiableMemory, fmt.Sprintf("%d MiB of memory", req.MemoryMiB)})
 	}
 	if what, ok := gpuFits(req, inv.GPUs); !ok {
 		out = append(out, shortfall{CodeUnsatisfiableGpu, what})

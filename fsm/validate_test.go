@@ -56,15 +56,21 @@ func valFixture(t testing.TB) *State {
 	gpuNode := valNode("n1", "edge", "aws", 8000, 8)
 	gpuNode.GPUs = []ledger.GPU{{Index: 0, Model: "a100", Capacity: 1000}}
 	gpuNode.Capabilities = []ledger.Capability{{Name: "st2110", Count: 2, Attributes: map[string]string{"vendor": "mellanox"}}}
+	gpuNode.TotalMemoryMiB = 8192
+	cappedNode := valNode("c1", "capped", "aws", 8000, 8)
+	cappedNode.TotalMemoryMiB = 8192
+	memNode := valNode("md1", "memd", "aws", 8000, 8)
+	memNode.TotalMemoryMiB = 2048
 	pools := []*Pool{
 		{Name: "edge", Kind: PoolCluster, Scoring: ScoringBinpack},
 		{Name: "multi", Kind: PoolCluster, Tiers: []Tier{{Name: "t0", Cloud: "aws"}, {Name: "t1", Cloud: "gcp"}}},
 		{Name: "split", Kind: PoolCluster},
 		{Name: "empty", Kind: PoolCluster},
 		{Name: "dflt", Kind: PoolCluster, Defaults: PoolDefaults{Capacity: 9000}},
-		{Name: "capped", Kind: PoolCluster, Caps: ledger.PoolCaps{MaxCapacity: 1000}},
+		{Name: "capped", Kind: PoolCluster, Caps: ledger.PoolCaps{MaxCapacity: 1000, MaxMemoryMiB: 1024}},
+		{Name: "memd", Kind: PoolCluster, Defaults: PoolDefaults{MemoryMiB: 4096}},
 		{Name: "burst", Kind: PoolElastic, InstanceTypes: []InstanceType{
-			{Name: "small", TotalCapacity: 4000, TotalCores: 4},
+			{Name: "small", TotalCapacity: 4000, TotalCores: 4, TotalMemoryMiB: 4096},
 			{Name: "gpu", TotalCapacity: 16000, TotalCores: 16, GPUs: []ledger.GPU{{Index: 0, Model: "a100", Capacity: 1000}, {Index: 1, Model: "a100", Capacity: 1000}}},
 			{Name: "fat", TotalCapacity: 32000, TotalCores: 64},
 		}},
@@ -75,7 +81,7 @@ func valFixture(t testing.TB) *State {
 	}
 	nodes := []*Node{gpuNode, valNode("n2", "edge", "aws", 4000, 4), valNode("m1", "multi", "aws", 8000, 8),
 		valNode("s1", "split", "aws", 8000, 8), valNode("s2", "split", "gcp", 8000, 8), valNode("d1", "dflt", "aws", 8000, 8),
-		valNode("c1", "capped", "aws", 8000, 8)}
+		cappedNode, memNode}
 	licence := &NodeService{ID: "lic", Pools: []string{"svc"}, Lifecycle: LifecycleEager,
 		Consumes: []ledger.CapabilityRequest{{Name: "nic", Count: 1}}, Provides: []ledger.Capability{{Name: "licence", Count: 4}}}
 	pools = append(pools, valRuntimePools()...)
@@ -163,8 +169,8 @@ var valCases = []struct {
 		s.Jobs = valJobs("x", "y", "z")
 		s.Jobs[2].SeparateFrom = []string{"x", "y"}
 	}, nil, nil},
-	{"emptyPool", func(s *BundleSpec) { s.Pool = "" }, []string{CodeEmptyPool}, nil},
-	{"unknownPool", func(s *BundleSpec) { s.Pool = "nope" }, []string{CodeUnknownPool}, nil},
+	{"emptyPoolList", func(s *BundleSpec) { s.Pool = "" }, []string{CodeEmptyPoolList}, nil},
+	{"unknownPoolName", func(s *BundleSpec) { s.Pool = "nope" }, []string{CodeUnknownPoolName}, nil},
 	{"unknownResiliencePool", func(s *BundleSpec) { s.Resilience.Pool = "nope" }, []string{CodeUnknownResiliencePool}, nil},
 	{"resilienceUnsatisfiable", func(s *BundleSpec) { s.Resilience.SameCloud = Forbid }, []string{CodeResilienceUnsatisfiable}, nil},
 	{"resilienceUnsatisfiable explicit same pool", func(s *BundleSpec) { s.Resilience.SameCloud, s.Resilience.Pool = Forbid, "edge" }, []string{CodeResilienceUnsatisfiable}, nil},
@@ -187,6 +193,30 @@ var valCases = []struct {
 	{"absurd cores", func(s *BundleSpec) { s.Jobs[1].Requirements.Cores = 4097 }, valIR, nil},
 	{"negative gpuCapacity", func(s *BundleSpec) { s.Jobs[1].Requirements.GPUCapacity = -1 }, valIR, nil},
 	{"absurd gpuCapacity", func(s *BundleSpec) { s.Jobs[0].Requirements.GPUCapacity = 1e9 + 1 }, valIR, nil},
+	{"negative memoryMiB", func(s *BundleSpec) { s.Jobs[1].Requirements.MemoryMiB = -1 }, valIR, nil},
+	{"negative memoryLimitMiB", func(s *BundleSpec) { s.Jobs[1].Requirements.MemoryLimitMiB = -1 }, valIR, nil},
+	{"absurd memoryMiB", func(s *BundleSpec) { s.Jobs[1].Requirements.MemoryMiB = 1<<30 + 1 }, valIR, nil},
+	{"memory limit below request", func(s *BundleSpec) {
+		s.Jobs[0].Requirements.MemoryMiB, s.Jobs[0].Requirements.MemoryLimitMiB = 2048, 1024
+	}, valIR, nil},
+	{"memory request and limit fit", func(s *BundleSpec) {
+		s.Jobs[0].Requirements.MemoryMiB, s.Jobs[0].Requirements.MemoryLimitMiB = 4096, 16384
+	}, nil, nil},
+	{"memory limit alone reserves nothing", func(s *BundleSpec) { s.Jobs[1].Requirements.MemoryLimitMiB = 1 << 20 }, nil, nil},
+	{"memory over every node warns", func(s *BundleSpec) { s.Jobs[0].Requirements.MemoryMiB = 16384 }, nil, []string{CodeUnsatisfiableMemory}},
+	{"memory over every instance type errs", func(s *BundleSpec) {
+		s.Pool, s.Jobs = "burst", valJobs("a")
+		s.Jobs[0].Requirements.MemoryMiB = 8192
+	}, []string{CodeUnsatisfiableMemory}, nil},
+	{"pool memory cap bounds one job", func(s *BundleSpec) {
+		s.Pool, s.Jobs = "capped", valJobs("a")
+		s.Jobs[0].Requirements.MemoryMiB = 2048
+	}, nil, []string{CodeUnsatisfiableMemory}},
+	{"pool default memory applies", func(s *BundleSpec) { s.Pool, s.Jobs = "memd", valJobs("a") }, nil, []string{CodeUnsatisfiableMemory}},
+	{"pool default memory stays within the job's limit", func(s *BundleSpec) {
+		s.Pool, s.Jobs = "memd", valJobs("a")
+		s.Jobs[0].Requirements.MemoryLimitMiB = 1024
+	}, nil, nil},
 	{"negative exclusiveGpus", func(s *BundleSpec) { s.Jobs[1].Requirements.ExclusiveGPUs = -1 }, valIR, nil},
 	{"absurd exclusiveGpus", func(s *BundleSpec) { s.Jobs[1].Requirements.ExclusiveGPUs = 65 }, valIR, nil},
 	{"share and exclusive", func(s *BundleSpec) { s.Jobs[0].Requirements.ExclusiveGPUs = 1 }, valIR, nil},

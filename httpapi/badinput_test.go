@@ -186,8 +186,8 @@ func validationCases() []badCase {
 		v("contradictory placement", fsm.CodeContradictoryPlacement, func(s *api.BundleSpec) {
 			s.Jobs[0].CoLocateWith, s.Jobs[0].SeparateFrom = []string{"mux"}, []string{"mux"}
 		}),
-		v("empty pool", fsm.CodeEmptyPool, func(s *api.BundleSpec) { s.Pool = "" }),
-		v("unknown pool", fsm.CodeUnknownPool, func(s *api.BundleSpec) { s.Pool = "nope" }),
+		v("empty pool", fsm.CodeEmptyPoolList, func(s *api.BundleSpec) { s.Pool = "" }),
+		v("unknown pool", fsm.CodeUnknownPoolName, func(s *api.BundleSpec) { s.Pool = "nope" }),
 		v("unknown resilience pool", fsm.CodeUnknownResiliencePool, func(s *api.BundleSpec) { s.Resilience = &api.Resilience{Pool: "nope"} }),
 		v("resilience unsatisfiable", fsm.CodeResilienceUnsatisfiable, func(s *api.BundleSpec) {
 			s.Pool, s.Resilience = "one", &api.Resilience{SameCloud: api.Forbid}
@@ -208,7 +208,7 @@ func validationCases() []badCase {
 			s.Jobs[0].Requirements.Cores = 4
 		}),
 		{"422 replace invalid", "PUT", bundles + "/b1", bundle(func(s *api.BundleSpec) { s.ID, s.Priority = "", "x" }), 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
-		{"422 plan invalid", "POST", bundles + "/plan", bundle(func(s *api.BundleSpec) { s.Pool = "" }), 422, api.CodeValidationFailed, fsm.CodeEmptyPool},
+		{"422 plan invalid", "POST", bundles + "/plan", bundle(func(s *api.BundleSpec) { s.Pool = "" }), 422, api.CodeValidationFailed, fsm.CodeEmptyPoolList},
 		{"422 node zero capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":0}`, 422, api.CodeValidationFailed, ""},
 		{"422 node negative capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":-4}`, 422, api.CodeValidationFailed, ""},
 		{"422 node utilization above 1", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"utilizationCap":1.5}`, 422, api.CodeValidationFailed, ""},

@@ -290,7 +290,7 @@ func TestValidateAndPlan(t *testing.T) {
 	bad.Pool = "nope"
 	bad.Jobs[0].Requirements.Cores = 100
 	res, err := e.c.ValidateBundle(ctx(t), bad)
-	if err != nil || res.Valid || res.Errors[0].Code != api.FindingUnknownPool {
+	if err != nil || res.Valid || res.Errors[0].Code != api.FindingUnknownPoolName {
 		t.Fatalf("validate bad = %+v, %v", res, err)
 	}
 	huge := validSpec("b1")

@@ -13,7 +13,7 @@ import (
 var (
 	// An assignment's resources are read from its grant; the ledger slot
 	// stays inside.
-	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "Cores", "GPU", "GPUs"))
+	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "MemoryMiB", "Cores", "GPU", "GPUs"))
 	eventPair      = convert.MustPair[api.Event, fsm.Event]()
 )
 
@@ -21,6 +21,7 @@ func assignmentToAPI(a *fsm.Assignment) api.Assignment {
 	var out api.Assignment
 	assignmentPair.ToAPI(&out, a)
 	out.Capacity = convert.FromMilli(a.Grant.Capacity)
+	out.MemoryMiB = a.Grant.MemoryMiB
 	out.Cores, out.GPU, out.GPUs = grantDevices(a.Grant)
 	return out
 }

@@ -16,7 +16,7 @@ var (
 		convert.Skip("Status", "Cordoned", "Draining", "CreateIndex", "ModifyIndex"))
 	// A read computes these from the state, the pool and the gossip view.
 	nodePair = convert.MustPair[api.Node, fsm.Node](
-		convert.Skip("Capabilities", "Cordoned", "LastSeen", "Tier", "Allocatable", "Reserved", "Assignments"))
+		convert.Skip("Capabilities", "Cordoned", "LastSeen", "Tier", "Allocatable", "AllocatableMemoryMiB", "Reserved", "Assignments"))
 	gpuUsePair = convert.MustPair[api.GPUReserved, ledger.GPUUse]()
 )
 
@@ -48,6 +48,7 @@ func (v nodeView) node(n *fsm.Node) api.Node {
 	out.LastSeen = v.lastSeen[n.ID]
 	out.Tier = tierOf(n, v.st.Pool(n.Pool))
 	out.Allocatable = convert.FromMilli(n.Allocatable())
+	out.AllocatableMemoryMiB = n.TotalMemoryMiB
 	out.Reserved = reservedToAPI(n.Usage)
 	for _, a := range v.st.NodeAssignments(n.ID) {
 		if a.Desired == fsm.DesiredRun {
@@ -87,7 +88,7 @@ func tierOf(n *fsm.Node, p *fsm.Pool) string {
 // reservedToAPI summarizes a node's usage; the lists are never null.
 func reservedToAPI(u ledger.Usage) api.Reserved {
 	out := api.Reserved{
-		Capacity: convert.FromMilli(u.Capacity), Cores: u.Cores.Count(), CoreSet: u.Cores.Slice(),
+		Capacity: convert.FromMilli(u.Capacity), MemoryMiB: u.MemoryMiB, Cores: u.Cores.Count(), CoreSet: u.Cores.Slice(),
 		GPUs: make([]api.GPUReserved, len(u.GPUs)), Capabilities: make([]api.CapabilityCount, len(u.Capabilities)),
 	}
 	if out.CoreSet == nil {

@@ -48,6 +48,7 @@ func nodeSummary(n *api.Node) api.NodeSummary {
 		Labels: maps.Clone(n.Labels), Tier: n.Tier,
 		Allocatable: n.Allocatable, ReservedCapacity: n.Reserved.Capacity,
 		TotalCores: n.TotalCores, ReservedCores: n.Reserved.Cores,
+		TotalMemoryMiB: n.TotalMemoryMiB, ReservedMemoryMiB: n.Reserved.MemoryMiB,
 		Assignments: n.Assignments, LastSeen: n.LastSeen,
 		CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
 	}

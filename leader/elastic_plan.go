@@ -196,7 +196,7 @@ func probeNode(pt poolType, i int) *fsm.Node {
 }
 
 // typesBySize orders the pools' instance types smallest first: capacity,
-// then cores, GPUs, capabilities, then name.
+// then cores, memory, GPUs, capabilities, then name.
 func (pl *planner) typesBySize(pools []string) []poolType {
 	var out []poolType
 	for _, name := range pools {
@@ -206,7 +206,7 @@ func (pl *planner) typesBySize(pools []string) []poolType {
 	}
 	slices.SortStableFunc(out, func(a, b poolType) int {
 		return cmp.Or(cmp.Compare(a.it.TotalCapacity, b.it.TotalCapacity), cmp.Compare(a.it.TotalCores, b.it.TotalCores),
-			cmp.Compare(len(a.it.GPUs), len(b.it.GPUs)), cmp.Compare(len(a.it.Capabilities), len(b.it.Capabilities)),
+			cmp.Compare(a.it.TotalMemoryMiB, b.it.TotalMemoryMiB), cmp.Compare(len(a.it.GPUs), len(b.it.GPUs)), cmp.Compare(len(a.it.Capabilities), len(b.it.Capabilities)),
 			cmp.Compare(a.it.Name, b.it.Name))
 	})
 	return out

@@ -69,6 +69,7 @@ func virtualNode(id, pool string, it fsm.InstanceType) *fsm.Node {
 	return &fsm.Node{
 		ID: id, Pool: pool, TotalCapacity: it.TotalCapacity, UtilizationCap: 1000, TotalCores: it.TotalCores,
 		GPUs: it.GPUs, Capabilities: it.Capabilities, Runtimes: it.Runtimes, Kind: it.Kind, Status: fsm.NodeReady,
+		TotalMemoryMiB: it.TotalMemoryMiB,
 	}
 }
 

@@ -6,7 +6,7 @@ import "slices"
 // inventory inv without breaking a node invariant of DESIGN §2.4. Malformed
 // grants give an ErrInvalidGrant-wrapping error; otherwise the first
 // exhausted dimension, in Fit's order (capabilities in grant order, gpu,
-// cores, capacity), is returned as an *ExhaustedError.
+// cores, capacity, memory), is returned as an *ExhaustedError.
 func Check(inv Inventory, used Usage, g Grant) error {
 	if err := validateGrant(inv, g); err != nil {
 		return err
@@ -40,6 +40,9 @@ func Check(inv Inventory, used Usage, g Grant) error {
 	if free := inv.Allocatable - used.Capacity; g.Capacity > free {
 		return exhausted(DimCapacity, "need %dm, %dm free of %dm", g.Capacity, free, inv.Allocatable)
 	}
+	if free := inv.TotalMemoryMiB - used.MemoryMiB; g.MemoryMiB > free {
+		return exhausted(DimMemory, "need %d MiB, %d MiB free of %d MiB", g.MemoryMiB, free, inv.TotalMemoryMiB)
+	}
 	return nil
 }
 
@@ -48,6 +51,9 @@ func Check(inv Inventory, used Usage, g Grant) error {
 func validateGrant(inv Inventory, g Grant) error {
 	if g.Capacity < 0 {
 		return invalid("negative capacity %d", g.Capacity)
+	}
+	if g.MemoryMiB < 0 {
+		return invalid("negative memory %d MiB", g.MemoryMiB)
 	}
 	for _, c := range g.Cores {
 		if c < 0 || c >= inv.TotalCores {
@@ -142,6 +148,10 @@ func CheckPool(caps PoolCaps, used PoolUsage, g Grant) error {
 		return exhausted(DimPoolCaps, "cores: need %d, %d free of cap %d",
 			len(g.Cores), caps.MaxCores-used.Cores, caps.MaxCores)
 	}
+	if caps.MaxMemoryMiB > 0 && g.MemoryMiB > caps.MaxMemoryMiB-used.MemoryMiB {
+		return exhausted(DimPoolCaps, "memory: need %d MiB, %d MiB free of cap %d MiB",
+			g.MemoryMiB, caps.MaxMemoryMiB-used.MemoryMiB, caps.MaxMemoryMiB)
+	}
 	return nil
 }
 
@@ -171,6 +181,9 @@ func Fits(inv Inventory, used Usage) error {
 	}
 	if used.Capacity > inv.Allocatable {
 		return exhausted(DimCapacity, "%dm reserved, allocatable %dm", used.Capacity, inv.Allocatable)
+	}
+	if used.MemoryMiB > inv.TotalMemoryMiB {
+		return exhausted(DimMemory, "%d MiB reserved, node has %d MiB", used.MemoryMiB, inv.TotalMemoryMiB)
 	}
 	return nil
 }

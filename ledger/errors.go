@@ -24,6 +24,7 @@ var (
 const (
 	DimCapacity = "capacity"
 	DimCores    = "cores"
+	DimMemory   = "memory"
 	DimGPU      = "gpu"
 	DimPoolCaps = "poolCaps"
 	// DimCapabilityPrefix is followed by the capability name.

@@ -10,7 +10,7 @@ import (
 // current usage used. When the node cannot satisfy req it returns an
 // *ExhaustedError naming the first dimension that fails, checked in the
 // feasibility order of DESIGN §3.1: capabilities (in request order), gpu,
-// cores, capacity. A malformed request gives an ErrInvalidGrant-wrapping
+// cores, capacity, memory. A malformed request gives an ErrInvalidGrant-wrapping
 // error.
 //
 // Every choice is deterministic: the lowest free cores; for a GPU share the
@@ -28,7 +28,7 @@ func Fit(inv Inventory, used Usage, req Request) (Grant, error) {
 	if err != nil {
 		return Grant{}, err
 	}
-	g := Grant{Capacity: req.Capacity, Capabilities: caps}
+	g := Grant{Capacity: req.Capacity, MemoryMiB: req.MemoryMiB, Capabilities: caps}
 	if req.GPUCapacity > 0 {
 		if g.GPU, err = fitShare(inv, used, req.GPUModel, req.GPUCapacity); err != nil {
 			return Grant{}, err
@@ -47,6 +47,9 @@ func Fit(inv Inventory, used Usage, req Request) (Grant, error) {
 	if free := inv.Allocatable - used.Capacity; req.Capacity > free {
 		return Grant{}, exhausted(DimCapacity, "need %dm, %dm free of %dm", req.Capacity, free, inv.Allocatable)
 	}
+	if free := inv.TotalMemoryMiB - used.MemoryMiB; req.MemoryMiB > free {
+		return Grant{}, exhausted(DimMemory, "need %d MiB, %d MiB free of %d MiB", req.MemoryMiB, free, inv.TotalMemoryMiB)
+	}
 	return g, nil
 }
 
@@ -56,6 +59,8 @@ func validateRequest(req Request) error {
 		return invalid("negative capacity %d", req.Capacity)
 	case req.Cores < 0:
 		return invalid("negative cores %d", req.Cores)
+	case req.MemoryMiB < 0 || req.MemoryLimitMiB < 0:
+		return invalid("negative memory %d MiB (limit %d MiB)", req.MemoryMiB, req.MemoryLimitMiB)
 	case req.GPUCapacity < 0:
 		return invalid("negative gpu capacity %d", req.GPUCapacity)
 	case req.ExclusiveGPUs < 0:

@@ -23,6 +23,9 @@ func genInventory(t *rapid.T, label string) Inventory {
 	inv := Inventory{
 		Allocatable: (40 - rapid.Int64Range(0, 40).Draw(t, label+".alloc")) * 100,
 		TotalCores:  20 - rapid.IntRange(0, 20).Draw(t, label+".cores"),
+		// Memory in 256 MiB steps; a node without memory (0) must refuse
+		// every memory request.
+		TotalMemoryMiB: (16 - rapid.Int64Range(0, 16).Draw(t, label+".mem")) * 256,
 	}
 	if rapid.Bool().Draw(t, label+".manycores") {
 		inv.TotalCores += 50 // spans two bitset words
@@ -49,8 +52,9 @@ func genInventory(t *rapid.T, label string) Inventory {
 
 func genCaps(t *rapid.T) PoolCaps {
 	return PoolCaps{
-		MaxCapacity: rapid.Int64Range(0, 30).Draw(t, "pool.maxcap") * 100,
-		MaxCores:    rapid.IntRange(0, 16).Draw(t, "pool.maxcores"),
+		MaxCapacity:  rapid.Int64Range(0, 30).Draw(t, "pool.maxcap") * 100,
+		MaxCores:     rapid.IntRange(0, 16).Draw(t, "pool.maxcores"),
+		MaxMemoryMiB: rapid.Int64Range(0, 24).Draw(t, "pool.maxmem") * 256,
 	}
 }
 
@@ -64,9 +68,16 @@ func genKey(t *rapid.T) Key {
 
 func genRequest(t *rapid.T) Request {
 	req := Request{
-		Capacity: rapid.Int64Range(0, 15).Draw(t, "req.cap") * 100,
-		Cores:    rapid.IntRange(0, 12).Draw(t, "req.cores"),
-		GPUModel: rapid.SampledFrom([]string{"", "a", "b", "c"}).Draw(t, "req.model"),
+		Capacity:  rapid.Int64Range(0, 15).Draw(t, "req.cap") * 100,
+		Cores:     rapid.IntRange(0, 12).Draw(t, "req.cores"),
+		GPUModel:  rapid.SampledFrom([]string{"", "a", "b", "c"}).Draw(t, "req.model"),
+		MemoryMiB: rapid.Int64Range(0, 8).Draw(t, "req.mem") * 256,
+	}
+	if req.MemoryMiB > 0 && rapid.Bool().Draw(t, "req.limited") {
+		req.MemoryLimitMiB = req.MemoryMiB + rapid.Int64Range(0, 4).Draw(t, "req.burst")*256
+	}
+	if rapid.IntRange(0, 19).Draw(t, "req.negmem") == 19 { // invalid on purpose
+		req.MemoryMiB = -1
 	}
 	switch rapid.IntRange(0, 9).Draw(t, "req.gpu") {
 	case 5, 6:
@@ -103,6 +114,10 @@ func genGrant(t *rapid.T) Grant {
 	if rapid.IntRange(0, 9).Draw(t, "g.negcap") == 9 {
 		g.Capacity = -100
 	}
+	g.MemoryMiB = rapid.Int64Range(0, 12).Draw(t, "g.mem") * 256
+	if rapid.IntRange(0, 9).Draw(t, "g.negmem") == 9 {
+		g.MemoryMiB = -256
+	}
 	if rapid.IntRange(0, 9).Draw(t, "g.negcore") == 9 {
 		g.Cores = append(g.Cores, -1)
 	}
@@ -131,7 +146,7 @@ func genGrant(t *rapid.T) Grant {
 // grantsViolation checks the node invariants of DESIGN §2.4 straight from
 // the grants, without Usage, Check or Fits, so it can serve as an oracle.
 func grantsViolation(inv Inventory, grants []Grant) string {
-	var capacity int64
+	var capacity, memory int64
 	cores := map[int]bool{}
 	shares := map[int]int64{}
 	users := map[int]int{}
@@ -142,6 +157,10 @@ func grantsViolation(inv Inventory, grants []Grant) string {
 			return "negative capacity"
 		}
 		capacity += g.Capacity
+		if g.MemoryMiB < 0 {
+			return "negative memory"
+		}
+		memory += g.MemoryMiB
 		for _, c := range g.Cores {
 			if c < 0 || c >= inv.TotalCores || cores[c] {
 				return fmt.Sprintf("core %d out of range or pinned twice", c)
@@ -176,6 +195,9 @@ func grantsViolation(inv Inventory, grants []Grant) string {
 	}
 	if capacity > inv.Allocatable {
 		return fmt.Sprintf("capacity %d > allocatable %d", capacity, inv.Allocatable)
+	}
+	if memory > inv.TotalMemoryMiB {
+		return fmt.Sprintf("memory %d MiB > total %d MiB", memory, inv.TotalMemoryMiB)
 	}
 	for _, d := range inv.GPUs {
 		if shares[d.Index] > d.Capacity || (exclusive[d.Index] && users[d.Index] > 1) {
@@ -233,7 +255,8 @@ func checkInvariants(t rapid.TB, s *MemStore) {
 		if used != want {
 			t.Fatalf("pool %s: stored usage %+v, recomputed %+v", name, used, want)
 		}
-		if (caps.MaxCapacity > 0 && used.Capacity > caps.MaxCapacity) || (caps.MaxCores > 0 && used.Cores > caps.MaxCores) {
+		if (caps.MaxCapacity > 0 && used.Capacity > caps.MaxCapacity) || (caps.MaxCores > 0 && used.Cores > caps.MaxCores) ||
+			(caps.MaxMemoryMiB > 0 && used.MemoryMiB > caps.MaxMemoryMiB) {
 			t.Fatalf("pool %s: usage %+v over caps %+v", name, used, caps)
 		}
 	}

@@ -30,7 +30,7 @@ func (k Key) Compare(o Key) int {
 // (or was listed in another order) still counts as the same grant for the
 // idempotent Reserve.
 func GrantEqual(a, b Grant) bool {
-	if a.Capacity != b.Capacity {
+	if a.Capacity != b.Capacity || a.MemoryMiB != b.MemoryMiB {
 		return false
 	}
 	if (a.GPU == nil) != (b.GPU == nil) || (a.GPU != nil && *a.GPU != *b.GPU) {
@@ -71,6 +71,7 @@ func sameCaps(a, b []CapabilityCount) bool {
 func (g Grant) Clone() Grant {
 	out := Grant{
 		Capacity:      g.Capacity,
+		MemoryMiB:     g.MemoryMiB,
 		Cores:         slices.Clone(g.Cores),
 		ExclusiveGPUs: slices.Clone(g.ExclusiveGPUs),
 		Capabilities:  slices.Clone(g.Capabilities),

@@ -89,7 +89,7 @@ func collide(t *rapid.T, s *MemStore, node string, g Grant) Grant {
 		gpus = append(gpus, v.GPU.Index)
 	}
 	gpus = append(gpus, v.ExclusiveGPUs...)
-	switch rapid.IntRange(0, 4).Draw(t, "collision") {
+	switch rapid.IntRange(0, 5).Draw(t, "collision") {
 	case 0:
 		if len(v.Cores) > 0 {
 			g.Cores = append(slices.Clone(g.Cores), rapid.SampledFrom(v.Cores).Draw(t, "stolenCore"))
@@ -109,6 +109,8 @@ func collide(t *rapid.T, s *MemStore, node string, g Grant) Grant {
 		if len(g.Cores) > 0 {
 			g.Cores = append(slices.Clone(g.Cores), g.Cores[0])
 		}
+	case 5: // memory the victim already holds, on top of what fit
+		g.MemoryMiB += v.MemoryMiB
 	}
 	return g
 }
@@ -152,7 +154,8 @@ func reserveOracle(s *MemStore, r Reservation) (nodeOK, poolOK bool) {
 	}
 	caps, _ := s.Pool(r.Pool)
 	poolOK = (caps.MaxCapacity == 0 || want.Capacity <= caps.MaxCapacity) &&
-		(caps.MaxCores == 0 || want.Cores <= caps.MaxCores)
+		(caps.MaxCores == 0 || want.Cores <= caps.MaxCores) &&
+		(caps.MaxMemoryMiB == 0 || want.MemoryMiB <= caps.MaxMemoryMiB)
 	return grantsViolation(inv, grants) == "", poolOK
 }
 
@@ -235,7 +238,7 @@ func (w *world) rereserve(t *rapid.T) {
 		t.Skip("nothing reserved")
 	}
 	r = r.Clone()
-	switch rapid.IntRange(0, 6).Draw(t, "change") {
+	switch rapid.IntRange(0, 7).Draw(t, "change") {
 	case 0:
 		slices.Reverse(r.Grant.Cores)
 	case 1:
@@ -259,6 +262,8 @@ func (w *world) rereserve(t *rapid.T) {
 		r.Grant.GPU = &share
 	case 6:
 		r.Grant.Capabilities = append(r.Grant.Capabilities, CapabilityCount{Name: "nic", Count: 1})
+	case 7:
+		r.Grant.MemoryMiB += 256
 	}
 	w.reserve(t, r)
 }

@@ -25,10 +25,13 @@ type Capability struct {
 
 // Inventory is what a node offers to reservations.
 type Inventory struct {
-	Allocatable  int64        `json:"allocatable"` // totalCapacity × utilizationCap, milli-units
-	TotalCores   int          `json:"totalCores"`
-	GPUs         []GPU        `json:"gpus,omitempty"`
-	Capabilities []Capability `json:"capabilities,omitempty"`
+	Allocatable int64 `json:"allocatable"` // totalCapacity × utilizationCap, milli-units
+	TotalCores  int   `json:"totalCores"`
+	// TotalMemoryMiB is what memory requests may add up to; a node that
+	// does not say (0) takes no job that asks for memory.
+	TotalMemoryMiB int64        `json:"totalMemoryMiB,omitempty"`
+	GPUs           []GPU        `json:"gpus,omitempty"`
+	Capabilities   []Capability `json:"capabilities,omitempty"`
 }
 
 // CapabilityRequest asks for Count units of a capability whose attributes
@@ -47,6 +50,11 @@ type Request struct {
 	GPUModel      string              `json:"gpuModel,omitempty" row:"4,intern"`
 	ExclusiveGPUs int                 `json:"exclusiveGpus" row:"5"`
 	Capabilities  []CapabilityRequest `json:"capabilities,omitempty" row:"6"`
+	// MemoryMiB is reserved on the node (the ledger's memory dimension);
+	// MemoryLimitMiB is what the worker's driver enforces, and is never
+	// reserved: a job may burst above its request up to its limit.
+	MemoryMiB      int64 `json:"memoryMiB,omitempty" row:"7"`
+	MemoryLimitMiB int64 `json:"memoryLimitMiB,omitempty" row:"8"`
 }
 
 // GPUShare is a fractional share of one device.
@@ -68,6 +76,7 @@ type Grant struct {
 	GPU           *GPUShare         `json:"gpu,omitempty" row:"3"`
 	ExclusiveGPUs []int             `json:"exclusiveGpus,omitempty" row:"4"`
 	Capabilities  []CapabilityCount `json:"capabilities,omitempty" row:"5"`
+	MemoryMiB     int64             `json:"memoryMiB,omitempty" row:"6"`
 }
 
 // Key identifies a reservation: one per (bundle, replica, job).
@@ -89,10 +98,13 @@ type Reservation struct {
 type PoolCaps struct {
 	MaxCapacity int64 `json:"maxCapacity" unit:"milli"`
 	MaxCores    int   `json:"maxCores"`
+	// MaxMemoryMiB bounds the memory requests the pool's reservations hold.
+	MaxMemoryMiB int64 `json:"maxMemoryMiB,omitempty"`
 }
 
 // PoolUsage is what a pool's reservations hold in total.
 type PoolUsage struct {
-	Capacity int64 `json:"capacity" unit:"milli"`
-	Cores    int   `json:"cores"`
+	Capacity  int64 `json:"capacity" unit:"milli"`
+	Cores     int   `json:"cores"`
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 }

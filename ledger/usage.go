@@ -19,6 +19,7 @@ func (g GPUUse) idle() bool { return g.Capacity == 0 && !g.Exclusive && g.Shares
 // reflect.DeepEqual result.
 type Usage struct {
 	Capacity     int64             `json:"capacity"`
+	MemoryMiB    int64             `json:"memoryMiB,omitempty"`
 	Cores        CoreSet           `json:"cores,omitempty"`
 	GPUs         []GPUUse          `json:"gpus,omitempty"`         // sorted by Index, only devices with use
 	Capabilities []CapabilityCount `json:"capabilities,omitempty"` // sorted by Name, only non-zero
@@ -29,6 +30,7 @@ type Usage struct {
 func (u Usage) Add(g Grant) Usage {
 	return Usage{
 		Capacity:     u.Capacity + g.Capacity,
+		MemoryMiB:    u.MemoryMiB + g.MemoryMiB,
 		Cores:        u.Cores.With(g.Cores...),
 		GPUs:         updateGPUs(u.GPUs, g, true),
 		Capabilities: updateCaps(u.Capabilities, g.Capabilities, true),
@@ -41,6 +43,7 @@ func (u Usage) Add(g Grant) Usage {
 func (u Usage) Sub(g Grant) Usage {
 	return Usage{
 		Capacity:     max(u.Capacity-g.Capacity, 0),
+		MemoryMiB:    max(u.MemoryMiB-g.MemoryMiB, 0),
 		Cores:        u.Cores.Without(g.Cores...),
 		GPUs:         updateGPUs(u.GPUs, g, false),
 		Capabilities: updateCaps(u.Capabilities, g.Capabilities, false),
@@ -147,13 +150,14 @@ func updateCaps(caps, delta []CapabilityCount, add bool) []CapabilityCount {
 
 // Add returns p plus grant g.
 func (p PoolUsage) Add(g Grant) PoolUsage {
-	return PoolUsage{Capacity: p.Capacity + g.Capacity, Cores: p.Cores + len(g.Cores)}
+	return PoolUsage{Capacity: p.Capacity + g.Capacity, Cores: p.Cores + len(g.Cores), MemoryMiB: p.MemoryMiB + g.MemoryMiB}
 }
 
 // Sub returns p minus grant g, clamped at zero like Usage.Sub.
 func (p PoolUsage) Sub(g Grant) PoolUsage {
 	return PoolUsage{
-		Capacity: max(p.Capacity-g.Capacity, 0),
-		Cores:    max(p.Cores-len(g.Cores), 0),
+		Capacity:  max(p.Capacity-g.Capacity, 0),
+		Cores:     max(p.Cores-len(g.Cores), 0),
+		MemoryMiB: max(p.MemoryMiB-g.MemoryMiB, 0),
 	}
 }

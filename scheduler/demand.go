@@ -15,6 +15,7 @@ import (
 // bins), so they are kept per job and fitted by fitGPUs.
 type demand struct {
 	capacity int64
+	memory   int64 // MiB
 	cores    int
 	caps     []capNeed        // merged by name, sorted by name
 	gpus     []ledger.Request // GPU part of each GPU-requesting job
@@ -34,6 +35,7 @@ func (d *demand) needsGPU() bool { return len(d.gpus) > 0 }
 // addRequest adds one job's request.
 func (d *demand) addRequest(r ledger.Request) {
 	d.capacity += r.Capacity
+	d.memory += r.MemoryMiB
 	d.cores += r.Cores
 	for _, c := range r.Capabilities {
 		d.addCap(capNeed{name: c.Name, count: c.Count, attrs: nonEmpty(c.AttributeMatches)})
@@ -63,7 +65,7 @@ func (d *demand) addCap(c capNeed) {
 
 // plus returns d and o summed, sharing nothing with either.
 func (d *demand) plus(o *demand) *demand {
-	out := &demand{capacity: d.capacity + o.capacity, cores: d.cores + o.cores}
+	out := &demand{capacity: d.capacity + o.capacity, memory: d.memory + o.memory, cores: d.cores + o.cores}
 	for _, c := range d.caps {
 		out.addCap(capNeed{name: c.name, count: c.count, attrs: slices.Clone(c.attrs)})
 	}

@@ -91,6 +91,7 @@ type search struct {
 	poolUsed    ledger.PoolUsage
 	sumCapacity int64 // what the groups assigned so far add to the pool
 	sumCores    int
+	sumMemory   int64
 
 	assign   []int32 // node position by depth; -1 when unassigned
 	assigned uint64
@@ -254,6 +255,7 @@ func (s *search) assignGroup(g *group, pos int32) {
 	s.assigned |= 1 << uint(g.depth)
 	s.sumCapacity += g.dem.capacity
 	s.sumCores += g.dem.cores
+	s.sumMemory += g.dem.memory
 }
 
 // unassign undoes the latest assignGroup, which must have been for g.
@@ -269,6 +271,7 @@ func (s *search) unassign(g *group) {
 	s.assigned &^= 1 << uint(g.depth)
 	s.sumCapacity -= g.dem.capacity
 	s.sumCores -= g.dem.cores
+	s.sumMemory -= g.dem.memory
 }
 
 // replicaAZ is the AZ of the replica's first placed group.

@@ -56,10 +56,12 @@ func genWorldN(t *rapid.T, lo, hi int) *world {
 		pool.Tiers = []fsm.Tier{{Name: "t0", Cloud: "x"}, {Name: "t1", Cloud: "y"}}
 	}
 	if rapid.IntRange(0, 3).Draw(t, "caps") == 0 {
-		pool.Caps = ledger.PoolCaps{MaxCapacity: int64(rapid.IntRange(4, 30).Draw(t, "maxCap")) * 1000, MaxCores: rapid.IntRange(0, 8).Draw(t, "maxCores")}
+		pool.Caps = ledger.PoolCaps{MaxCapacity: int64(rapid.IntRange(4, 30).Draw(t, "maxCap")) * 1000, MaxCores: rapid.IntRange(0, 8).Draw(t, "maxCores"),
+			MaxMemoryMiB: int64(rapid.IntRange(0, 16).Draw(t, "maxMem")) * 1024}
 	}
 	if rapid.Bool().Draw(t, "defaults") {
-		pool.Defaults = fsm.PoolDefaults{Capacity: int64(rapid.IntRange(0, 4).Draw(t, "defCap")) * 500, Cores: rapid.IntRange(0, 1).Draw(t, "defCores")}
+		pool.Defaults = fsm.PoolDefaults{Capacity: int64(rapid.IntRange(0, 4).Draw(t, "defCap")) * 500, Cores: rapid.IntRange(0, 1).Draw(t, "defCores"),
+			MemoryMiB: int64(rapid.IntRange(0, 2).Draw(t, "defMem")) * 512}
 	}
 	c.pool(pool)
 	n := rapid.IntRange(lo, hi).Draw(t, "nodes")
@@ -84,6 +86,8 @@ func genNode(t *rapid.T, id string) fsm.Node {
 	n := mkNode(id, "p", rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, id+"az"),
 		rapid.SampledFrom([]string{"x", "y"}).Draw(t, id+"cloud"),
 		int64(rapid.IntRange(2, 16).Draw(t, id+"cap"))*1000, rapid.IntRange(0, 8).Draw(t, id+"cores"))
+	// Memory is mostly known; a node without it (0) takes no memory request.
+	n.TotalMemoryMiB = rapid.SampledFrom([]int64{4096, 8192, 2048, 16384, 0}).Draw(t, id+"mem")
 	if f := rapid.SampledFrom([]string{"", "fast", "fast,slow", "slow"}).Draw(t, id+"features"); f != "" {
 		n.Labels["features"] = f
 	}
@@ -126,6 +130,12 @@ func genJob(t *rapid.T, label, name string) fsm.Job {
 	r := &j.Requirements
 	r.Capacity = int64(rapid.IntRange(0, 12).Draw(t, label+"cap")) * 500
 	r.Cores = rapid.IntRange(0, 3).Draw(t, label+"cores")
+	if rapid.IntRange(0, 2).Draw(t, label+"mem") > 0 {
+		r.MemoryMiB = int64(rapid.IntRange(1, 12).Draw(t, label+"memN")) * 512
+		if rapid.Bool().Draw(t, label+"memLimit") {
+			r.MemoryLimitMiB = r.MemoryMiB * 2
+		}
+	}
 	switch rapid.IntRange(0, 7).Draw(t, label+"gpu") {
 	case 0:
 		r.GPUCapacity = int64(rapid.IntRange(1, 10).Draw(t, label+"share")) * 100

@@ -177,11 +177,13 @@ func (o *oracle) complete(assign []string) bool {
 		r := o.pool.Effective(j.Requirements)
 		total.Capacity += r.Capacity
 		total.Cores += r.Cores
+		total.MemoryMiB += r.MemoryMiB
 		_ = i
 	}
 	caps := o.pool.Caps
 	if (caps.MaxCapacity > 0 && o.poolUsed.Capacity+total.Capacity > caps.MaxCapacity) ||
-		(caps.MaxCores > 0 && o.poolUsed.Cores+total.Cores > caps.MaxCores) {
+		(caps.MaxCores > 0 && o.poolUsed.Cores+total.Cores > caps.MaxCores) ||
+		(caps.MaxMemoryMiB > 0 && o.poolUsed.MemoryMiB+total.MemoryMiB > caps.MaxMemoryMiB) {
 		return false
 	}
 	for id, n := range byID {

@@ -114,7 +114,7 @@ func onePerBundle(list []*Victim) []*Victim {
 // reservation in the pool, wherever it sits, can stand in the way.
 func (p *preemption) poolCapped() bool {
 	caps, _ := p.b.overlay.Pool(p.pool)
-	return caps.MaxCapacity > 0 || caps.MaxCores > 0
+	return caps.MaxCapacity > 0 || caps.MaxCores > 0 || caps.MaxMemoryMiB > 0
 }
 
 // candidates collects the eligible replicas holding reservations on nodes

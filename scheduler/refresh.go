@@ -58,7 +58,7 @@ func sameStatic(a, b *fsm.Node) bool {
 	return a.ID == b.ID && a.Pool == b.Pool && a.Status == b.Status &&
 		a.Cordoned == b.Cordoned && a.Draining == b.Draining &&
 		a.TotalCapacity == b.TotalCapacity && a.UtilizationCap == b.UtilizationCap &&
-		a.TotalCores == b.TotalCores && maps.Equal(a.Labels, b.Labels) &&
+		a.TotalCores == b.TotalCores && a.TotalMemoryMiB == b.TotalMemoryMiB && maps.Equal(a.Labels, b.Labels) &&
 		slices.Equal(a.Runtimes, b.Runtimes) && a.Kind == b.Kind &&
 		slices.Equal(a.Taints, b.Taints) && slices.Equal(a.GPUs, b.GPUs) &&
 		reflect.DeepEqual(a.Capabilities, b.Capabilities) && reflect.DeepEqual(a.Provided, b.Provided)

@@ -18,8 +18,10 @@ const (
 
 // policyScorer implements the pool's scoring policy: binpack prefers the
 // most allocated nodes (fewer, fuller nodes; large holes stay free), spread
-// the least allocated. Utilisation counts capacity and, on nodes with cores,
-// pinned cores, averaged.
+// the least allocated. Utilisation is the dominant resource's: the larger
+// of the compute fraction (capacity and, on nodes with cores, pinned cores,
+// averaged) and, on nodes with memory, the memory fraction, so a node full
+// of memory reads as full however idle its CPUs are.
 type policyScorer struct{ spread bool }
 
 func (p policyScorer) Score(c *cycle) int64 {
@@ -31,6 +33,9 @@ func (p policyScorer) Score(c *cycle) int64 {
 	if inv.TotalCores > 0 {
 		cores := int64(c.used.Cores.Count()+c.dem.cores) * policyScale / int64(inv.TotalCores)
 		util = (util + cores) / 2
+	}
+	if inv.TotalMemoryMiB > 0 {
+		util = max(util, (c.used.MemoryMiB+c.dem.memory)*policyScale/inv.TotalMemoryMiB)
 	}
 	util = min(max(util, 0), policyScale)
 	if p.spread {

@@ -15,6 +15,7 @@ const (
 	StageGPU          = ledger.DimGPU
 	StageCores        = ledger.DimCores
 	StageCapacity     = ledger.DimCapacity
+	StageMemory       = ledger.DimMemory
 	StagePoolCaps     = ledger.DimPoolCaps
 	StageSameAz       = "sameAz"
 	StageSeparateFrom = "separateFrom"
@@ -94,7 +95,10 @@ func buildChain(t *replicaTask, g *group, hardAZ bool) []filter {
 	if g.dem.capacity > 0 {
 		chain = append(chain, capacityFilter{})
 	}
-	if g.dem.capacity > 0 || g.dem.cores > 0 {
+	if g.dem.memory > 0 {
+		chain = append(chain, memoryFilter{})
+	}
+	if g.dem.capacity > 0 || g.dem.cores > 0 || g.dem.memory > 0 {
 		chain = append(chain, poolCapsFilter{})
 	}
 	if hardAZ {

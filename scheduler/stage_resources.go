@@ -116,6 +116,23 @@ func (capacityFilter) Filter(c *cycle) bool {
 	return c.fail(StageCapacity, c.hostMask())
 }
 
+// memoryFilter: enough unreserved memory. A node that registered no
+// memory (0) takes no job that requests some.
+type memoryFilter struct{}
+
+func (memoryFilter) Name() string { return StageMemory }
+
+func (memoryFilter) Filter(c *cycle) bool {
+	free := c.n.inv.TotalMemoryMiB - c.used.MemoryMiB
+	if c.dem.memory <= free {
+		return true
+	}
+	if c.explain {
+		c.detail = fmt.Sprintf("insufficient memory: need %d MiB, %d MiB free of %d MiB", c.dem.memory, free, c.n.inv.TotalMemoryMiB)
+	}
+	return c.fail(StageMemory, c.hostMask())
+}
+
 // poolCapsFilter: the pool's aggregate caps hold with the whole replica's
 // reservations so far plus the group's.
 type poolCapsFilter struct{}
@@ -127,6 +144,7 @@ func (poolCapsFilter) Filter(c *cycle) bool {
 	caps, used := s.poolCaps, s.poolUsed
 	capacity := used.Capacity + s.sumCapacity + c.g.dem.capacity
 	cores := used.Cores + s.sumCores + c.g.dem.cores
+	memory := used.MemoryMiB + s.sumMemory + c.g.dem.memory
 	switch {
 	case caps.MaxCapacity > 0 && capacity > caps.MaxCapacity:
 		if c.explain {
@@ -137,6 +155,11 @@ func (poolCapsFilter) Filter(c *cycle) bool {
 		if c.explain {
 			c.detail = fmt.Sprintf("pool %s cores cap: need %d, %d free of %d", s.t.pool.name,
 				c.g.dem.cores, caps.MaxCores-used.Cores-s.sumCores, caps.MaxCores)
+		}
+	case caps.MaxMemoryMiB > 0 && memory > caps.MaxMemoryMiB:
+		if c.explain {
+			c.detail = fmt.Sprintf("pool %s memory cap: need %d MiB, %d MiB free of %d MiB", s.t.pool.name,
+				c.g.dem.memory, caps.MaxMemoryMiB-used.MemoryMiB-s.sumMemory, caps.MaxMemoryMiB)
 		}
 	default:
 		return true

@@ -147,10 +147,14 @@ func (o *staleOracle) stagesPass(spec *fsm.BundleSpec, slot int, job *fsm.Job, n
 	return true
 }
 
-// grantServes: the node still offers what the request matched when the
-// grant was chosen: every requested capability with its attributes, and
-// GPUs of the requested model.
+// grantServes: the grant holds the memory the request asks for, and the
+// node still offers what the request matched when the grant was chosen:
+// every requested capability with its attributes, and GPUs of the
+// requested model.
 func grantServes(req ledger.Request, g ledger.Grant, inv ledger.Inventory) bool {
+	if g.MemoryMiB < req.MemoryMiB {
+		return false
+	}
 	for _, cr := range req.Capabilities {
 		i := slices.IndexFunc(inv.Capabilities, func(c ledger.Capability) bool { return c.Name == cr.Name })
 		if i < 0 {

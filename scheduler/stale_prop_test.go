@@ -17,7 +17,7 @@ import (
 // plan of an overlapping leader, or a buggy one, might have it: this is
 // what reaches the intra-replica rules, which changes of the state alone
 // cannot break), is applied after random changes that may invalidate its parts
-// (nodes re-registered smaller, with new taints, labels, capability
+// (nodes re-registered smaller, memory included, with new taints, labels, capability
 // attributes or GPU models; cordoned, drained, down or suspect; other
 // bundles placed; pool caps lowered). The FSM must commit exactly the parts
 // an independent oracle says still fit the new state, reject the others
@@ -107,7 +107,7 @@ func genChange(t *rapid.T, c *cluster, i int) {
 func registration(n *fsm.Node) fsm.Node {
 	return fsm.Node{
 		ID: n.ID, Pool: n.Pool, Labels: maps.Clone(n.Labels), Taints: slices.Clone(n.Taints),
-		TotalCapacity: n.TotalCapacity, UtilizationCap: n.UtilizationCap, TotalCores: n.TotalCores,
+		TotalCapacity: n.TotalCapacity, UtilizationCap: n.UtilizationCap, TotalCores: n.TotalCores, TotalMemoryMiB: n.TotalMemoryMiB,
 		GPUs: slices.Clone(n.GPUs), Capabilities: slices.Clone(n.Capabilities),
 	}
 }
@@ -119,6 +119,7 @@ func reregister(c *cluster, n fsm.Node) {
 func shrink(t *rapid.T, n fsm.Node) fsm.Node {
 	n.TotalCapacity = max(1000, n.TotalCapacity-int64(rapid.IntRange(0, 8).Draw(t, "lessCap"))*1000)
 	n.TotalCores = max(0, n.TotalCores-rapid.IntRange(0, 4).Draw(t, "lessCores"))
+	n.TotalMemoryMiB = max(0, n.TotalMemoryMiB-int64(rapid.IntRange(0, 8).Draw(t, "lessMem"))*1024)
 	n.UtilizationCap = rapid.SampledFrom([]int64{n.UtilizationCap, 500}).Draw(t, "util")
 	if len(n.Capabilities) > 0 {
 		n.Capabilities[0].Count = max(0, n.Capabilities[0].Count-1)
@@ -156,12 +157,16 @@ func remodel(t *rapid.T, n fsm.Node) fsm.Node {
 func lowerCaps(t *rapid.T, c *cluster) {
 	p := *c.state().Pool("p")
 	room := int64(rapid.IntRange(0, 6).Draw(t, "capRoom")) * 500
-	p.Caps = ledger.PoolCaps{MaxCapacity: p.Usage.Capacity + room, MaxCores: p.Usage.Cores + rapid.IntRange(0, 3).Draw(t, "coreRoom")}
+	p.Caps = ledger.PoolCaps{MaxCapacity: p.Usage.Capacity + room, MaxCores: p.Usage.Cores + rapid.IntRange(0, 3).Draw(t, "coreRoom"),
+		MaxMemoryMiB: p.Usage.MemoryMiB + int64(rapid.IntRange(0, 4).Draw(t, "memRoom"))*512}
 	if p.Caps.MaxCapacity == 0 {
 		p.Caps.MaxCapacity = 1 // zero means no cap
 	}
 	if p.Caps.MaxCores == 0 {
 		p.Caps.MaxCores = 1
+	}
+	if p.Caps.MaxMemoryMiB == 0 {
+		p.Caps.MaxMemoryMiB = 1
 	}
 	c.apply(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: p})
 }

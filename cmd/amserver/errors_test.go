@@ -18,7 +18,7 @@ func exitCodeFake(t *testing.T) *fakeAPI {
 	f.fail("DELETE /v1/pools/live", http.StatusConflict, api.CodeInUse, "in use: pool live has 3 nodes")
 	f.fail("POST /v1/bundles/plan", http.StatusUnprocessableEntity, api.CodeValidationFailed, "validation failed: two jobs named encoder",
 		api.Finding{Code: api.FindingDuplicateJobName, Message: "two jobs are named encoder", Job: "encoder"},
-		api.Finding{Code: api.FindingUnknownPool, Message: "pool nope is not configured"})
+		api.Finding{Code: api.FindingUnknownPoolName, Message: "pool nope is not configured"})
 	f.fail("GET /v1/nodes", http.StatusInternalServerError, api.CodeInternal, "boom")
 	f.fail("GET /v1/pools", http.StatusServiceUnavailable, api.CodeNoLeader, "no leader")
 	f.fail("POST /v1/nodes/w-9/cordon", http.StatusNotFound, api.CodeNotFound, "node w-9: not found")
@@ -55,7 +55,7 @@ func exitCases(t *testing.T) []exitCase {
 			[]string{`error: bundle "enc-1" changed since it was read (modify index mismatch: expected 3, is 9)`}, false},
 		{"in use", []string{"pool", "delete", "live"}, exitConflict, []string{`error: pool "live" is in use (pool live has 3 nodes)`}, false},
 		{"validation", []string{"bundle", "plan", good}, exitInvalid, []string{`error: bundle "enc-1" failed validation with 2 errors`,
-			"duplicateJobName", "encoder", "two jobs are named encoder", "unknownPool", "pool nope is not configured"}, false},
+			"duplicateJobName", "encoder", "two jobs are named encoder", "unknownPoolName", "pool nope is not configured"}, false},
 		{"validate invalid", []string{"bundle", "validate", good}, exitInvalid, []string{`error: bundle "enc-1" is invalid: 1 error`}, false},
 		{"server error", []string{"node", "list"}, exitFailure, []string{"error: server error (500 internal): boom"}, false},
 		{"no leader", []string{"pool", "list"}, exitFailure, []string{"error: the cluster has no leader right now"}, false},
