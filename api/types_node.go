@@ -132,6 +132,13 @@ type InstanceType struct {
 	// (NodeSpec's); placement and validation plan with them.
 	Runtimes []string `json:"runtimes,omitempty"`
 	Kind     string   `json:"kind,omitempty"`
+	// Labels and Taints are what a node of this type registers with (the
+	// provisioner passes them to the worker, and the server adds them when
+	// the node registers): the demand planner provisions a type only for
+	// bundles whose constraints hold on its labels and which tolerate
+	// every one of its taints.
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []string          `json:"taints,omitempty"`
 }
 
 // Provisioner says how an elastic pool obtains nodes: a URL or a command.

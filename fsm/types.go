@@ -121,6 +121,9 @@ type InstanceType struct {
 	// Runtimes and Kind are what its nodes will advertise (Node's).
 	Runtimes []string `json:"runtimes,omitempty"`
 	Kind     string   `json:"kind,omitempty"`
+	// Labels and Taints are what its nodes register with (api.InstanceType).
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []string          `json:"taints,omitempty"`
 }
 
 // Pool groups nodes; it carries placement policy and aggregate caps.

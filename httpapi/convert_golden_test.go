@@ -31,7 +31,7 @@ var addedFields = map[string][]string{
 	"Job":          {"Runtime", "Priority"},
 	"Assignment":   {"Runtime"},
 	"Node":         {"Runtimes", "Kind"},
-	"InstanceType": {"Runtimes", "Kind"},
+	"InstanceType": {"Runtimes", "Kind", "Labels", "Taints"},
 }
 
 // fillOld is fill.New of T as its types were when the golden file was written.

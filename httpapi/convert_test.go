@@ -95,3 +95,22 @@ func TestEffectivePriorityReadsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceTypeLabelsRoundTrip: an instance type's labels and taints
+// reach the FSM and read back unchanged.
+func TestInstanceTypeLabelsRoundTrip(t *testing.T) {
+	in := api.Pool{Name: "e", Kind: fsm.PoolElastic, Scoring: fsm.ScoringBinpack, InstanceTypes: []api.InstanceType{{
+		Name: "g4", TotalCapacity: 4, TotalCores: 4,
+		Labels: map[string]string{"accel": "t4"}, Taints: []string{"gpu"},
+	}}}
+	p, err := poolFromAPI("e", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := p.InstanceTypes[0]; it.Labels["accel"] != "t4" || !slices.Equal(it.Taints, []string{"gpu"}) {
+		t.Fatalf("fsm instance type %+v", it)
+	}
+	if out := poolToAPI(&p).InstanceTypes[0]; !reflect.DeepEqual(out, in.InstanceTypes[0]) {
+		t.Fatalf("read back %+v, want %+v", out, in.InstanceTypes[0])
+	}
+}
