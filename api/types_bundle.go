@@ -83,7 +83,10 @@ type Launch struct {
 
 // Job is one member of a bundle.
 type Job struct {
-	Name         string       `json:"name"`
+	Name string `json:"name"`
+	// Priority is the job's own band; the bundle runs at the highest of
+	// its own and its jobs' (Bundle.EffectivePriority).
+	Priority     string       `json:"priority,omitempty"`
 	Requirements Requirements `json:"requirements"`
 	CoLocateWith []string     `json:"coLocateWith,omitempty"`
 	SeparateFrom []string     `json:"separateFrom,omitempty"`
@@ -176,13 +179,16 @@ type Explain struct {
 type Bundle struct {
 	BundleSpec
 
-	State        string        `json:"state"`
-	CreateIndex  uint64        `json:"createIndex"`
-	ModifyIndex  uint64        `json:"modifyIndex"`
-	Epoch        uint64        `json:"epoch"`
-	Replicas     []Replica     `json:"replicas"`
-	Degradations []Degradation `json:"degradations"`
-	Explain      *Explain      `json:"explain,omitempty"`
+	// EffectivePriority is the band the queue and preemption use: the
+	// highest of the bundle's priority and its jobs'.
+	EffectivePriority string        `json:"effectivePriority"`
+	State             string        `json:"state"`
+	CreateIndex       uint64        `json:"createIndex"`
+	ModifyIndex       uint64        `json:"modifyIndex"`
+	Epoch             uint64        `json:"epoch"`
+	Replicas          []Replica     `json:"replicas"`
+	Degradations      []Degradation `json:"degradations"`
+	Explain           *Explain      `json:"explain,omitempty"`
 }
 
 // BundleFilter narrows GET /v1/bundles.

@@ -38,8 +38,10 @@ type BundleSummary struct {
 	ID       string `json:"id"`
 	Pool     string `json:"pool"`
 	Priority string `json:"priority"`
-	State    string `json:"state"`
-	Epoch    uint64 `json:"epoch"`
+	// EffectivePriority is the highest of Priority and the jobs' own.
+	EffectivePriority string `json:"effectivePriority"`
+	State             string `json:"state"`
+	Epoch             uint64 `json:"epoch"`
 	// Jobs is how many jobs the bundle has; WantReplicas is 2 with a
 	// backup (resilience), else 1.
 	Jobs         int              `json:"jobs"`

@@ -143,6 +143,13 @@ type InstanceType struct {
 	Kind     string   `json:"kind,omitempty"`
 	// TotalMemoryMiB is what the nodes of this type will register.
 	TotalMemoryMiB int64 `json:"totalMemoryMiB,omitempty"`
+	// Labels and Taints are what a node of this type registers with (the
+	// provisioner passes them to the worker, and the server adds them when
+	// the node registers): the demand planner provisions a type only for
+	// bundles whose constraints hold on its labels and which tolerate
+	// every one of its taints.
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []string          `json:"taints,omitempty"`
 }
 
 // Provisioner says how an elastic pool obtains nodes: a URL or a command.

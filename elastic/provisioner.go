@@ -49,6 +49,11 @@ type ProvisionInventory struct {
 	TotalMemoryMiB int64            `json:"totalMemoryMiB,omitempty"`
 	GPUs           []api.GPU        `json:"gpus,omitempty"`
 	Capabilities   []api.Capability `json:"capabilities,omitempty"`
+	// Labels and Taints are the instance type's: the worker should
+	// register them (--label key=value, --taint t); the server adds them
+	// when the node registers in any case.
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []string          `json:"taints,omitempty"`
 }
 
 // Provisioner obtains and gives back nodes for an elastic pool. Both calls
@@ -78,7 +83,8 @@ func newProvisioner(p *fsm.Provisioner, hc *http.Client, policy Policy) Provisio
 // provisionRequest builds the request for a spawn.
 func provisionRequest(op string, sp *fsm.Spawn, join, servers []string) *ProvisionRequest {
 	it := sp.InstanceType
-	inv := ProvisionInventory{TotalCapacity: fromMilli(it.TotalCapacity), TotalCores: it.TotalCores, TotalMemoryMiB: it.TotalMemoryMiB}
+	inv := ProvisionInventory{TotalCapacity: fromMilli(it.TotalCapacity), TotalCores: it.TotalCores, TotalMemoryMiB: it.TotalMemoryMiB,
+		Labels: maps.Clone(it.Labels), Taints: slices.Clone(it.Taints)}
 	for _, g := range it.GPUs {
 		inv.GPUs = append(inv.GPUs, api.GPU{Index: g.Index, Model: g.Model, TotalCapacity: fromMilli(g.Capacity)})
 	}
@@ -111,6 +117,10 @@ func (r *ProvisionRequest) env(raw []byte) []string {
 			caps[i] += ":" + strings.Join(attrs, ",")
 		}
 	}
+	labels := make([]string, 0, len(r.Inventory.Labels))
+	for _, k := range slices.Sorted(maps.Keys(r.Inventory.Labels)) {
+		labels = append(labels, k+"="+r.Inventory.Labels[k])
+	}
 	const p = "AMSERVER_PROVISION_"
 	return []string{
 		p + "OP=" + r.Op,
@@ -126,6 +136,8 @@ func (r *ProvisionRequest) env(raw []byte) []string {
 		p + "MEMORY_MIB=" + strconv.FormatInt(r.Inventory.TotalMemoryMiB, 10),
 		p + "GPUS=" + strings.Join(gpus, " "),
 		p + "CAPABILITIES=" + strings.Join(caps, " "),
+		p + "LABELS=" + strings.Join(labels, " "),
+		p + "TAINTS=" + strings.Join(r.Inventory.Taints, " "),
 	}
 }
 

@@ -23,6 +23,8 @@ func sampleSpawn() *fsm.Spawn {
 		Name: "gpu", TotalCapacity: 2500, TotalCores: 4, TotalMemoryMiB: 16384,
 		GPUs:         []ledger.GPU{{Index: 0, Model: "t4", Capacity: 1000}},
 		Capabilities: []ledger.Capability{{Name: "nic", Count: 2, Attributes: map[string]string{"speed": "25g", "a": "b"}}},
+		Labels:       map[string]string{"zone": "z1", "accel": "t4"},
+		Taints:       []string{"gpu", "spot"},
 	}}
 }
 
@@ -52,6 +54,7 @@ func TestExecProvisionerEnvironment(t *testing.T) {
 		"AMSERVER_PROVISION_CAPACITY=2.5", "AMSERVER_PROVISION_CORES=4", "AMSERVER_PROVISION_GPUS=0:t4:1",
 		"AMSERVER_PROVISION_MEMORY_MIB=16384",
 		"AMSERVER_PROVISION_CAPABILITIES=nic:2:a=b,speed=25g",
+		"AMSERVER_PROVISION_LABELS=accel=t4 zone=z1", "AMSERVER_PROVISION_TAINTS=gpu spot",
 	} {
 		if !strings.Contains(env, want+"\n") {
 			t.Errorf("environment lacks %s:\n%s", want, env)
@@ -62,7 +65,8 @@ func TestExecProvisionerEnvironment(t *testing.T) {
 	var got ProvisionRequest
 	if err := json.Unmarshal([]byte(js), &got); err != nil || got.RequestID != "r1" || got.Inventory.TotalCapacity != 2.5 ||
 		got.Inventory.TotalMemoryMiB != 16384 ||
-		len(got.Inventory.GPUs) != 1 || got.Op != ProvisionCreate {
+		len(got.Inventory.GPUs) != 1 || got.Op != ProvisionCreate || got.Inventory.Labels["accel"] != "t4" ||
+		strings.Join(got.Inventory.Taints, ",") != "gpu,spot" {
 		t.Fatalf("AMSERVER_PROVISION_REQUEST %q: %+v %v", js, got, err)
 	}
 }

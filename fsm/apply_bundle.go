@@ -79,10 +79,26 @@ func specEqual(a, b *BundleSpec) bool {
 }
 
 // placementChanged reports whether a new spec invalidates the current
-// placement; tags, priority and timers do not.
+// placement; tags, priorities (the bundle's or a job's) and timers do not.
 func placementChanged(a, b *BundleSpec) bool {
-	return a.Pool != b.Pool || !reflect.DeepEqual(a.Jobs, b.Jobs) ||
+	return a.Pool != b.Pool || !jobsEqualButPriority(a.Jobs, b.Jobs) ||
 		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience)
+}
+
+// jobsEqualButPriority compares job lists ignoring each job's own band,
+// which orders the queue but does not move a placed job.
+func jobsEqualButPriority(a, b []Job) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.Priority, y.Priority = "", ""
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseAll gives back every reservation of a bundle and stops its running

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -13,6 +14,7 @@ func (f *FSM) applyRegisterNode(t *tx, req *RegisterNodeRequest) (any, error) {
 	if n.UtilizationCap == 0 {
 		n.UtilizationCap = 1000
 	}
+	t.addSpawnProfile(&n)
 	if err := ValidateNode(&n); err != nil {
 		return nil, err
 	}
@@ -39,6 +41,30 @@ func (f *FSM) applyRegisterNode(t *tx, req *RegisterNodeRequest) (any, error) {
 	t.ensurePool(n.Pool)
 	t.putNode(&n)
 	return nil, nil
+}
+
+// addSpawnProfile adds the labels and taints of the instance type a node
+// was provisioned as (its spawn's copy). The planner provisioned it for
+// bundles that need those labels or tolerate those taints; a worker the
+// provisioner started without them still registers a node that fits them,
+// and a gated type's node stays gated. The type's label wins a key both set.
+func (t *tx) addSpawnProfile(n *Node) {
+	sp := t.State.SpawnByNode(n.ID)
+	if sp == nil || sp.Pool != n.Pool {
+		return
+	}
+	it := &sp.InstanceType
+	if len(it.Labels) > 0 {
+		labels := make(map[string]string, len(n.Labels)+len(it.Labels))
+		maps.Copy(labels, n.Labels)
+		maps.Copy(labels, it.Labels)
+		n.Labels = labels
+	}
+	for _, taint := range it.Taints {
+		if !slices.Contains(n.Taints, taint) {
+			n.Taints = append(slices.Clip(n.Taints), taint)
+		}
+	}
 }
 
 // keepGossipLabels keeps the failure-domain labels gossip reported when a

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +169,57 @@ func hasEvent(st *State, typ, node string) bool {
 		}
 	}
 	return false
+}
+
+// TestSpawnProfileOnRegistration: a provisioned node registers with its
+// instance type's labels and taints, also when the worker was started
+// without them and when it registers again; a node of another pool, or
+// one no spawn asked for, keeps only its own.
+func TestSpawnProfileOnRegistration(t *testing.T) {
+	h := newHarness(t)
+	pool := elasticPool("e", 0)
+	pool.InstanceTypes = append(pool.InstanceTypes, InstanceType{Name: "gpu", TotalCapacity: 2000,
+		Labels: map[string]string{"accel": "t4", "zone": "z1"}, Taints: []string{"gpu"}})
+	h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: pool})
+	sp := testSpawn("r1", "e-1", "e", "gpu") // the FSM copies the pool's type
+	h.ok(UpsertSpawnType, &UpsertSpawnRequest{Spawn: sp, Now: 1})
+	cases := []struct {
+		name       string
+		node       Node
+		wantLabels map[string]string
+		wantTaints []string
+	}{
+		{"bare worker", Node{ID: "e-1", Pool: "e", TotalCapacity: 2000},
+			map[string]string{"accel": "t4", "zone": "z1"}, []string{"gpu"}},
+		{"re-registration with labels of its own", Node{ID: "e-1", Pool: "e", TotalCapacity: 2000,
+			Labels: map[string]string{"zone": "z9", "rack": "r1"}, Taints: []string{"gpu", "spot"}},
+			map[string]string{"accel": "t4", "zone": "z1", "rack": "r1"}, []string{"gpu", "spot"}},
+		{"an unrelated node", Node{ID: "n-1", Pool: "e", TotalCapacity: 2000, Labels: map[string]string{"rack": "r2"}},
+			map[string]string{"rack": "r2"}, nil},
+		{"the spawn's node id in another pool", Node{ID: "e-1", Pool: "other", TotalCapacity: 2000}, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := h.apply(RegisterNodeType, &RegisterNodeRequest{Node: tc.node, Now: 2})
+			if tc.node.Pool == "other" {
+				if res.Err == nil {
+					got := h.fsm.State().Node(tc.node.ID)
+					if len(got.Taints) != 0 || got.Labels["accel"] != "" {
+						t.Fatalf("a node outside the spawn's pool got its profile: %+v", got)
+					}
+				}
+				return
+			}
+			if res.Err != nil {
+				t.Fatal(res.Err)
+			}
+			got := h.fsm.State().Node(tc.node.ID)
+			if !maps.Equal(got.Labels, tc.wantLabels) || !slices.Equal(got.Taints, tc.wantTaints) {
+				t.Fatalf("labels %v taints %v, want %v %v", got.Labels, got.Taints, tc.wantLabels, tc.wantTaints)
+			}
+		})
+	}
+	if got := h.fsm.State().Spawn("r1").InstanceType.Taints; !slices.Equal(got, []string{"gpu"}) {
+		t.Fatalf("registration changed the spawn's type: %v", got)
+	}
 }

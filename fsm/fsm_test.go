@@ -72,6 +72,13 @@ func TestReplaceKeepsPlacementUnlessItMatters(t *testing.T) {
 	if b.State != StatePlaced {
 		t.Fatalf("priority change dropped the placement: %s", b.State)
 	}
+	jobBand := tagged
+	jobBand.Jobs = []Job{testJob("enc", 1000, 1)}
+	jobBand.Jobs[0].Priority = PriorityBronze
+	b = h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: jobBand}).Value.(*Bundle)
+	if b.State != StatePlaced || b.Spec.Jobs[0].Priority != PriorityBronze {
+		t.Fatalf("a job's priority change dropped the placement or was lost: %s %+v", b.State, b.Spec.Jobs[0])
+	}
 	bigger := tagged
 	bigger.Jobs = []Job{testJob("enc", 2000, 1)}
 	b = h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: bigger}).Value.(*Bundle)

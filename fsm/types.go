@@ -127,6 +127,9 @@ type InstanceType struct {
 	Kind     string   `json:"kind,omitempty"`
 	// TotalMemoryMiB is what its nodes will register.
 	TotalMemoryMiB int64 `json:"totalMemoryMiB,omitempty"`
+	// Labels and Taints are what its nodes register with (api.InstanceType).
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []string          `json:"taints,omitempty"`
 }
 
 // Pool groups nodes; it carries placement policy and aggregate caps.
@@ -190,6 +193,9 @@ type Job struct {
 	Affinities   []Affinity          `json:"affinities,omitempty" row:"7"`
 	Launch       Launch              `json:"launch" row:"8"`
 	Runtime      *RuntimeRequirement `json:"runtime,omitempty" row:"9"`
+	// Priority is the job's own band ("" = the bundle's); row 20 leaves
+	// 10..19 to the memory fields.
+	Priority string `json:"priority,omitempty" row:"20,intern"`
 }
 
 // BundleSpec is everything a user submits; it is what identical-retry and
@@ -213,6 +219,26 @@ func (s *BundleSpec) Replicas() int {
 	}
 	return 1
 }
+
+// EffectivePriority is the highest band among the bundle's priority and
+// its jobs' own (the seed's queue orders a bundle by its highest job);
+// silver when none is set.
+func (s *BundleSpec) EffectivePriority() string {
+	best := s.Priority
+	for i := range s.Jobs {
+		// An unknown band (refused by validation) never wins.
+		if p := s.Jobs[i].Priority; Band(p) <= Band(PriorityBronze) && p != "" && (best == "" || Band(p) < Band(best)) {
+			best = p
+		}
+	}
+	if best == "" {
+		return PrioritySilver
+	}
+	return best
+}
+
+// EffectiveBand is Band(EffectivePriority()).
+func (s *BundleSpec) EffectiveBand() int { return Band(s.EffectivePriority()) }
 
 // Job returns the named job, or nil.
 func (s *BundleSpec) Job(name string) *Job {

@@ -46,7 +46,9 @@ func Normalize(spec *BundleSpec) {
 		return
 	}
 	if spec.Priority == "" {
-		spec.Priority = PrioritySilver
+		// A bundle that names no band takes its highest job's, silver
+		// when no job names one either.
+		spec.Priority = spec.EffectivePriority()
 	}
 	if spec.Placement.SameAz == "" {
 		spec.Placement.SameAz = SameAzOff
@@ -320,6 +322,9 @@ func checkRequest(c *collector, job string, r ledger.Request) bool {
 
 func checkJobFields(c *collector, j *Job) {
 	bad := func(format string, args ...any) { c.errorf(j.Name, CodeInvalidRequirement, format, args...) }
+	if !oneOf(j.Priority, "", PriorityGold, PrioritySilver, PriorityBronze) {
+		bad("priority %q must be gold, silver or bronze", j.Priority)
+	}
 	if slices.Contains(j.Tolerations, "") {
 		bad("tolerations must not be empty strings")
 	}

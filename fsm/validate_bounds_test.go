@@ -281,28 +281,44 @@ func TestPoolBounds(t *testing.T) {
 		code string
 		edit func(p *Pool)
 	}{
-		"warm 10,000":                 {"", func(p *Pool) { p.Warm = 10_000 }},
-		"warm 10,001":                 {CodeLimitExceeded, func(p *Pool) { p.Warm = 10_001 }},
-		"warm 1,000,000,000":          {CodeLimitExceeded, func(p *Pool) { p.Warm = 1_000_000_000 }},
-		"minNodes 10,000":             {"", func(p *Pool) { p.MinNodes = 10_000 }},
-		"minNodes 10,001":             {CodeLimitExceeded, func(p *Pool) { p.MinNodes = 10_001 }},
-		"maxNodes 10,000":             {"", func(p *Pool) { p.MaxNodes = 10_000 }},
-		"maxNodes 10,001":             {CodeLimitExceeded, func(p *Pool) { p.MaxNodes = 10_001 }},
-		"minNodes at maxNodes":        {"", func(p *Pool) { p.MinNodes, p.MaxNodes = 5, 5 }},
-		"minNodes over maxNodes":      {CodeInvalidRequirement, func(p *Pool) { p.MinNodes, p.MaxNodes = 6, 5 }},
-		"warm at maxNodes":            {"", func(p *Pool) { p.Warm, p.MaxNodes = 5, 5 }},
-		"warm over maxNodes":          {CodeInvalidRequirement, func(p *Pool) { p.Warm, p.MaxNodes = 6, 5 }},
-		"warm without maxNodes":       {"", func(p *Pool) { p.Warm = 6 }},
-		"negative warm":               {CodeInvalidRequirement, func(p *Pool) { p.Warm = -1 }},
-		"idleTimeout of 30 days":      {"", func(p *Pool) { p.IdleTimeout = int64(30 * 24 * time.Hour) }},
-		"idleTimeout over 30 days":    {CodeLimitExceeded, func(p *Pool) { p.IdleTimeout = int64(30*24*time.Hour) + 1 }},
-		"spawnTimeout over 30 days":   {CodeLimitExceeded, func(p *Pool) { p.SpawnTimeout = int64(30*24*time.Hour) + 1 }},
-		"64 tiers":                    {"", func(p *Pool) { p.Tiers = tiers(64) }},
-		"65 tiers":                    {CodeLimitExceeded, func(p *Pool) { p.Tiers = tiers(65) }},
-		"tier name of 129 bytes":      {CodeLimitExceeded, func(p *Pool) { p.Tiers = []Tier{{Name: strings.Repeat("t", 129), Cloud: "c"}} }},
-		"tier cloud with bidi":        {CodeInvalidText, func(p *Pool) { p.Tiers = []Tier{{Name: "t", Cloud: "c\u2069"}} }},
-		"64 instance types":           {"", func(p *Pool) { p.InstanceTypes = its(64) }},
-		"65 instance types":           {CodeLimitExceeded, func(p *Pool) { p.InstanceTypes = its(65) }},
+		"warm 10,000":               {"", func(p *Pool) { p.Warm = 10_000 }},
+		"warm 10,001":               {CodeLimitExceeded, func(p *Pool) { p.Warm = 10_001 }},
+		"warm 1,000,000,000":        {CodeLimitExceeded, func(p *Pool) { p.Warm = 1_000_000_000 }},
+		"minNodes 10,000":           {"", func(p *Pool) { p.MinNodes = 10_000 }},
+		"minNodes 10,001":           {CodeLimitExceeded, func(p *Pool) { p.MinNodes = 10_001 }},
+		"maxNodes 10,000":           {"", func(p *Pool) { p.MaxNodes = 10_000 }},
+		"maxNodes 10,001":           {CodeLimitExceeded, func(p *Pool) { p.MaxNodes = 10_001 }},
+		"minNodes at maxNodes":      {"", func(p *Pool) { p.MinNodes, p.MaxNodes = 5, 5 }},
+		"minNodes over maxNodes":    {CodeInvalidRequirement, func(p *Pool) { p.MinNodes, p.MaxNodes = 6, 5 }},
+		"warm at maxNodes":          {"", func(p *Pool) { p.Warm, p.MaxNodes = 5, 5 }},
+		"warm over maxNodes":        {CodeInvalidRequirement, func(p *Pool) { p.Warm, p.MaxNodes = 6, 5 }},
+		"warm without maxNodes":     {"", func(p *Pool) { p.Warm = 6 }},
+		"negative warm":             {CodeInvalidRequirement, func(p *Pool) { p.Warm = -1 }},
+		"idleTimeout of 30 days":    {"", func(p *Pool) { p.IdleTimeout = int64(30 * 24 * time.Hour) }},
+		"idleTimeout over 30 days":  {CodeLimitExceeded, func(p *Pool) { p.IdleTimeout = int64(30*24*time.Hour) + 1 }},
+		"spawnTimeout over 30 days": {CodeLimitExceeded, func(p *Pool) { p.SpawnTimeout = int64(30*24*time.Hour) + 1 }},
+		"64 tiers":                  {"", func(p *Pool) { p.Tiers = tiers(64) }},
+		"65 tiers":                  {CodeLimitExceeded, func(p *Pool) { p.Tiers = tiers(65) }},
+		"tier name of 129 bytes":    {CodeLimitExceeded, func(p *Pool) { p.Tiers = []Tier{{Name: strings.Repeat("t", 129), Cloud: "c"}} }},
+		"tier cloud with bidi":      {CodeInvalidText, func(p *Pool) { p.Tiers = []Tier{{Name: "t", Cloud: "c\u2069"}} }},
+		"64 instance types":         {"", func(p *Pool) { p.InstanceTypes = its(64) }},
+		"65 instance types":         {CodeLimitExceeded, func(p *Pool) { p.InstanceTypes = its(65) }},
+		"64 instance type labels": {"", func(p *Pool) {
+			p.InstanceTypes = its(1)
+			p.InstanceTypes[0].Labels = labelsN(64)
+		}},
+		"65 instance type labels": {CodeLimitExceeded, func(p *Pool) {
+			p.InstanceTypes = its(1)
+			p.InstanceTypes[0].Labels = labelsN(65)
+		}},
+		"65 instance type taints": {CodeLimitExceeded, func(p *Pool) {
+			p.InstanceTypes = its(1)
+			p.InstanceTypes[0].Taints = repeatN("t", 65)
+		}},
+		"instance type label with bidi": {CodeInvalidText, func(p *Pool) {
+			p.InstanceTypes = its(1)
+			p.InstanceTypes[0].Labels = map[string]string{"zone": "a‮b"}
+		}},
 		"capacity cap at the bound":   {"", func(p *Pool) { p.Caps.MaxCapacity = maxPoolQuantity }},
 		"capacity cap over the bound": {CodeLimitExceeded, func(p *Pool) { p.Caps.MaxCapacity = maxPoolQuantity + 1 }},
 		"128 provisioner arguments":   {"", func(p *Pool) { p.Provisioner = &Provisioner{Command: repeat("x", 128)} }},
@@ -373,4 +389,20 @@ func TestMessagesClipEchoes(t *testing.T) {
 	if got := []rune(Clip(strings.Repeat("é", 200))); len(got) != MaxEcho || got[MaxEcho-1] != '…' {
 		t.Fatalf("Clip of a long value: %d runes", len(got))
 	}
+}
+
+func labelsN(n int) map[string]string {
+	out := map[string]string{}
+	for i := range n {
+		out[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return out
+}
+
+func repeatN(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
 }

@@ -132,7 +132,15 @@ func poolNamesLimit(p *Pool) (code, msg string) {
 		if code, msg := textLimit("pool instance type name", it.Name, maxTagKeyLen, true); code != "" {
 			return code, msg
 		}
-		if code, msg := inventoryLimit("pool instance type", it.GPUs, it.Capabilities); code != "" {
+		if code, msg := firstProblem(
+			func() (string, string) { return inventoryLimit("pool instance type", it.GPUs, it.Capabilities) },
+			func() (string, string) {
+				return mapLimit("pool instance type labels", it.Labels, maxLabels, maxKeyLen, maxLabelValueLen, true)
+			},
+			func() (string, string) {
+				return listLimit("pool instance type taints", it.Taints, maxLabels, maxKeyLen)
+			},
+		); code != "" {
 			return code, msg
 		}
 	}

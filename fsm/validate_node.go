@@ -86,26 +86,35 @@ func ValidateNode(n *Node) error {
 	if err := checkNodeRuntimes("node", n.Runtimes, n.Kind); err != nil {
 		return err
 	}
-	if len(n.Labels) > maxLabels {
-		return invalidf("node has %d labels, at most %d allowed", len(n.Labels), maxLabels)
-	}
-	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
-		if err := validKey("node label", k); err != nil {
-			return err
-		}
-		if len(n.Labels[k]) > maxLabelValueLen {
-			return invalidf("node label %q value is longer than %d bytes", k, maxLabelValueLen)
-		}
-	}
-	if len(n.Taints) > maxLabels {
-		return invalidf("node has %d taints, at most %d allowed", len(n.Taints), maxLabels)
-	}
-	for _, t := range n.Taints {
-		if err := validKey("node taint", t); err != nil {
-			return err
-		}
+	if err := validateLabelsTaints("node", n.Labels, n.Taints); err != nil {
+		return err
 	}
 	return nodeLimits(n)
+}
+
+// validateLabelsTaints checks the labels and taints of a node or of an
+// instance type (which its nodes register with).
+func validateLabelsTaints(what string, labels map[string]string, taints []string) error {
+	if len(labels) > maxLabels {
+		return invalidf("%s has %d labels, at most %d allowed", what, len(labels), maxLabels)
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if err := validKey(what+" label", k); err != nil {
+			return err
+		}
+		if len(labels[k]) > maxLabelValueLen {
+			return invalidf("%s label %q value is longer than %d bytes", what, k, maxLabelValueLen)
+		}
+	}
+	if len(taints) > maxLabels {
+		return invalidf("%s has %d taints, at most %d allowed", what, len(taints), maxLabels)
+	}
+	for _, t := range taints {
+		if err := validKey(what+" taint", t); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func validKey(what, k string) error {
@@ -229,6 +238,9 @@ func validateElastic(p *Pool) error {
 			return err
 		}
 		if err := checkNodeRuntimes(what, it.Runtimes, it.Kind); err != nil {
+			return err
+		}
+		if err := validateLabelsTaints(what, it.Labels, it.Taints); err != nil {
 			return err
 		}
 	}

@@ -147,10 +147,15 @@ func TestValidatePool(t *testing.T) {
 		"instance runtimes":       {func(p *Pool) { p.InstanceTypes[0].Runtimes = []string{"wasm", "docker"} }, ""},
 		"instance bad runtime":    {func(p *Pool) { p.InstanceTypes[0].Runtimes = []string{"jvm"} }, `runtime "jvm"`},
 		"instance bad kind":       {func(p *Pool) { p.InstanceTypes[0].Kind = "esx" }, "kind"},
-		"min > max":               {func(p *Pool) { p.MinNodes = 11 }, "minNodes"},
-		"negative warm":           {func(p *Pool) { p.Warm = -1 }, "warm"},
-		"negative idleTimeout":    {func(p *Pool) { p.IdleTimeout = -1 }, "idleTimeout"},
-		"negative spawnTimeout":   {func(p *Pool) { p.SpawnTimeout = -1 }, "spawnTimeout"},
+		"instance labels, taints": {func(p *Pool) {
+			p.InstanceTypes[1].Labels, p.InstanceTypes[1].Taints = map[string]string{"gpu": "t4"}, []string{"gpu"}
+		}, ""},
+		"instance empty label key": {func(p *Pool) { p.InstanceTypes[0].Labels = map[string]string{"": "x"} }, "label"},
+		"instance empty taint":     {func(p *Pool) { p.InstanceTypes[0].Taints = []string{""} }, "taint"},
+		"min > max":                {func(p *Pool) { p.MinNodes = 11 }, "minNodes"},
+		"negative warm":            {func(p *Pool) { p.Warm = -1 }, "warm"},
+		"negative idleTimeout":     {func(p *Pool) { p.IdleTimeout = -1 }, "idleTimeout"},
+		"negative spawnTimeout":    {func(p *Pool) { p.SpawnTimeout = -1 }, "spawnTimeout"},
 	}
 	valCheck(t, valid, ValidatePool, cases)
 }

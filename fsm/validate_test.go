@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -230,6 +231,8 @@ var valCases = []struct {
 		r.Capabilities = append(r.Capabilities, r.Capabilities[0])
 	}, valIR, nil},
 	{"unknown priority", func(s *BundleSpec) { s.Priority = "platinum" }, valIR, nil},
+	{"unknown job priority", func(s *BundleSpec) { s.Jobs[0].Priority = "platinum" }, valIR, nil},
+	{"job priority gold", func(s *BundleSpec) { s.Jobs[0].Priority = PriorityGold }, nil, nil},
 	{"unknown sameAz", func(s *BundleSpec) { s.Placement.SameAz = "maybe" }, valIR, nil},
 	{"unknown resilience rule", func(s *BundleSpec) { s.Resilience.SameAz = "sometimes" }, valIR, nil},
 	{"unknown driver", func(s *BundleSpec) { s.Jobs[0].Launch.Driver = "podman" }, valIR, nil},
@@ -466,4 +469,43 @@ func TestValidateProperties(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEffectivePriority: a bundle runs at the highest of its own band and
+// its jobs'; a bundle that names none takes its highest job's at Normalize.
+func TestEffectivePriority(t *testing.T) {
+	cases := []struct {
+		name       string
+		bundle     string
+		jobs       []string
+		want       string
+		normalized string
+	}{
+		{"nothing set", "", []string{"", ""}, PrioritySilver, PrioritySilver},
+		{"bundle only", PriorityBronze, []string{"", ""}, PriorityBronze, PriorityBronze},
+		{"a job raises the bundle", PriorityBronze, []string{"", PriorityGold}, PriorityGold, PriorityBronze},
+		{"a job cannot lower it", PriorityGold, []string{PriorityBronze}, PriorityGold, PriorityGold},
+		{"unset bundle takes its highest job", "", []string{PriorityBronze, PrioritySilver}, PrioritySilver, PrioritySilver},
+		{"unset bundle with bronze jobs is bronze", "", []string{PriorityBronze}, PriorityBronze, PriorityBronze},
+		{"unknown job band never wins", PriorityBronze, []string{"platinum"}, PriorityBronze, PriorityBronze},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &BundleSpec{Priority: tc.bundle}
+			for i, p := range tc.jobs {
+				spec.Jobs = append(spec.Jobs, Job{Name: fmt.Sprintf("j%d", i), Priority: p})
+			}
+			if got := spec.EffectivePriority(); got != tc.want {
+				t.Fatalf("EffectivePriority = %q, want %q", got, tc.want)
+			}
+			Normalize(spec)
+			if spec.Priority != tc.normalized || spec.EffectivePriority() != tc.want {
+				t.Fatalf("normalized priority %q effective %q, want %q and %q",
+					spec.Priority, spec.EffectivePriority(), tc.normalized, tc.want)
+			}
+			if spec.EffectiveBand() != Band(tc.want) {
+				t.Fatalf("EffectiveBand = %d", spec.EffectiveBand())
+			}
+		})
+	}
 }

@@ -197,6 +197,7 @@ func validationCases() []badCase {
 		v("capacity below resolution", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Capacity = 0.0001 }),
 		v("negative cores", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Cores = -2 }),
 		v("bad priority", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Priority = "platinum" }),
+		v("bad job priority", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[1].Priority = "platinum" }),
 		v("bad startAt", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.StartAt = "tomorrow" }),
 		v("stop before start", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) {
 			s.StartAt, s.StopAt = "2030-01-02T00:00:00Z", "2030-01-01T00:00:00Z"

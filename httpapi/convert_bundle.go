@@ -12,7 +12,7 @@ import (
 
 var (
 	specPair   = convert.MustPair[api.BundleSpec, fsm.BundleSpec]()
-	bundlePair = convert.MustPair[api.Bundle, fsm.Bundle](convert.Skip("Replicas"))
+	bundlePair = convert.MustPair[api.Bundle, fsm.Bundle](convert.Skip("Replicas", "EffectivePriority"))
 	// A replica's index is its position and its epoch the bundle's; a job's
 	// devices are read from its grant (the ledger slot and grant stay inside).
 	replicaPair   = convert.MustPair[api.Replica, fsm.Replica](convert.Skip("Index", "Epoch", "Jobs"))
@@ -56,6 +56,7 @@ func withoutReservedTags(s *api.BundleSpec) {
 func bundleToAPI(b *fsm.Bundle) api.Bundle {
 	var out api.Bundle
 	bundlePair.ToAPI(&out, b)
+	out.EffectivePriority = b.Spec.EffectivePriority()
 	if out.Jobs == nil {
 		out.Jobs = []api.Job{}
 	}

@@ -28,10 +28,10 @@ func errText(err error) string {
 // Their conversions have expectations of their own (convert_template_test.go).
 var addedFields = map[string][]string{
 	"Launch":       {"Kind", "Ref", "Parameters", "Tags", "StartDateTime", "StopDateTime", "Job"},
-	"Job":          {"Runtime"},
+	"Job":          {"Runtime", "Priority"},
 	"Assignment":   {"Runtime", "MemoryLimitMiB"},
 	"Node":         {"Runtimes", "Kind", "TotalMemoryMiB"},
-	"InstanceType": {"Runtimes", "Kind", "TotalMemoryMiB"},
+	"InstanceType": {"Runtimes", "Kind", "TotalMemoryMiB", "Labels", "Taints"},
 	// issue 18: memory.
 	"Request":      {"MemoryMiB", "MemoryLimitMiB"},
 	"Grant":        {"MemoryMiB"},
@@ -70,13 +70,25 @@ func fillOld[T any](seed int) *T {
 	})
 }
 
+// withoutKey is v's JSON object without one key: a field derived on the way
+// out that the golden file predates (TestEffectivePriorityReadsBack covers it).
+func withoutKey(v any, key string) map[string]any {
+	var m map[string]any
+	b, err := json.Marshal(v)
+	if err != nil || json.Unmarshal(b, &m) != nil {
+		panic(fmt.Sprintf("withoutKey: %v", err))
+	}
+	delete(m, key)
+	return m
+}
+
 // convertOutputs runs every converter on filled and zero values, and on bad
 // input, keyed by what was converted.
 func convertOutputs() map[string]any {
 	out := map[string]any{}
 	st := fsm.New(fsm.Config{}).State()
 	for name, b := range map[string]*fsm.Bundle{"filled": fillOld[fsm.Bundle](0), "zero": {}} {
-		out["bundleToAPI/"+name] = bundleToAPI(b)
+		out["bundleToAPI/"+name] = withoutKey(bundleToAPI(b), "effectivePriority")
 		spec, probs := specFromAPI(specToAPI(&b.Spec))
 		out["specFromAPI/"+name] = []any{spec, probs}
 	}

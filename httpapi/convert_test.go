@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -54,5 +55,62 @@ func TestNodeConversion(t *testing.T) {
 	}
 	if _, err := nodeFromAPI("n1", api.NodeSpec{Pool: "p1", TotalCapacity: math.Inf(1)}); err == nil {
 		t.Fatal("infinite capacity accepted")
+	}
+}
+
+// TestEffectivePriorityReadsBack: a job's band is kept, and the bundle and
+// its list summary show the effective band, the highest of all.
+func TestEffectivePriorityReadsBack(t *testing.T) {
+	e := leaderEnv(t)
+	seedCluster(t, e.b)
+	cases := []struct {
+		name, bundle, job, wantOwn, wantEffective string
+	}{
+		{"a gold job lifts a bronze bundle", api.PriorityBronze, api.PriorityGold, api.PriorityBronze, api.PriorityGold},
+		{"a bronze job under a gold bundle", api.PriorityGold, api.PriorityBronze, api.PriorityGold, api.PriorityGold},
+		{"an unset bundle takes its job's band", "", api.PriorityBronze, api.PriorityBronze, api.PriorityBronze},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := validSpec(fmt.Sprintf("prio%d", i))
+			spec.Priority, spec.Jobs[0].Priority = tc.bundle, tc.job
+			if _, err := e.c.CreateBundle(ctx(t), spec); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := e.c.Bundle(ctx(t), spec.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Priority != tc.wantOwn || got.EffectivePriority != tc.wantEffective || got.Jobs[0].Priority != tc.job {
+				t.Fatalf("priority %q effective %q job %q", got.Priority, got.EffectivePriority, got.Jobs[0].Priority)
+			}
+			for s, err := range e.c.ListBundles(ctx(t), api.BundleFilter{}, api.ListOptions{}, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.ID == spec.ID && s.EffectivePriority != tc.wantEffective {
+					t.Fatalf("summary effective %q, want %q", s.EffectivePriority, tc.wantEffective)
+				}
+			}
+		})
+	}
+}
+
+// TestInstanceTypeLabelsRoundTrip: an instance type's labels and taints
+// reach the FSM and read back unchanged.
+func TestInstanceTypeLabelsRoundTrip(t *testing.T) {
+	in := api.Pool{Name: "e", Kind: fsm.PoolElastic, Scoring: fsm.ScoringBinpack, InstanceTypes: []api.InstanceType{{
+		Name: "g4", TotalCapacity: 4, TotalCores: 4,
+		Labels: map[string]string{"accel": "t4"}, Taints: []string{"gpu"},
+	}}}
+	p, err := poolFromAPI("e", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := p.InstanceTypes[0]; it.Labels["accel"] != "t4" || !slices.Equal(it.Taints, []string{"gpu"}) {
+		t.Fatalf("fsm instance type %+v", it)
+	}
+	if out := poolToAPI(&p).InstanceTypes[0]; !reflect.DeepEqual(out, in.InstanceTypes[0]) {
+		t.Fatalf("read back %+v, want %+v", out, in.InstanceTypes[0])
 	}
 }

@@ -130,8 +130,7 @@ func (pl *planner) provisionFor(b *fsm.Bundle) {
 		return // the pass's budget ran out: planned on a later pass
 	}
 	if need == nil {
-		pl.block(b, fsm.StageInstanceType, fmt.Sprintf("no %d nodes of the instance types of pool %s would let the bundle fit",
-			maxNodesPerBundle, pools[0]))
+		pl.block(b, fsm.StageInstanceType, pl.gateDetail(b, pools))
 		return
 	}
 	if stage, detail := pl.capped(need); stage != "" {
@@ -191,7 +190,10 @@ type poolType struct {
 
 func probeNode(pt poolType, i int) *fsm.Node {
 	n := virtualNode(fmt.Sprintf("~probe-%d", i), pt.pool, pt.it)
-	n.Labels = map[string]string{instanceTypeLabel: pt.it.Name}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[instanceTypeLabel] = pt.it.Name
 	return n
 }
 

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -70,6 +71,9 @@ func virtualNode(id, pool string, it fsm.InstanceType) *fsm.Node {
 		ID: id, Pool: pool, TotalCapacity: it.TotalCapacity, UtilizationCap: 1000, TotalCores: it.TotalCores,
 		GPUs: it.GPUs, Capabilities: it.Capabilities, Runtimes: it.Runtimes, Kind: it.Kind, Status: fsm.NodeReady,
 		TotalMemoryMiB: it.TotalMemoryMiB,
+		// The node will register with its type's labels and taints (the
+		// FSM adds them), so the simulation gates on them as placement will.
+		Labels: maps.Clone(it.Labels), Taints: slices.Clone(it.Taints),
 	}
 }
 

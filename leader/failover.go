@@ -76,7 +76,7 @@ func lostPlacements(st *fsm.State) (map[string]bool, []*fsm.Bundle) {
 func sortByBand(list []*fsm.Bundle) {
 	sort.SliceStable(list, func(i, j int) bool {
 		a, b := list[i], list[j]
-		if ba, bb := fsm.Band(a.Spec.Priority), fsm.Band(b.Spec.Priority); ba != bb {
+		if ba, bb := a.Spec.EffectiveBand(), b.Spec.EffectiveBand(); ba != bb {
 			return ba < bb
 		}
 		if a.SubmitTime != b.SubmitTime {

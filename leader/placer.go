@@ -113,7 +113,7 @@ func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int, no
 // mayPreempt says whether b searches for victims now, spending the pass's
 // budget; a bundle its pause stops is deferred to the pause's end.
 func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
-	if b.Replicas[0].Complete() || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze) {
+	if b.Replicas[0].Complete() || b.Spec.EffectiveBand() >= fsm.Band(fsm.PriorityBronze) {
 		return false
 	}
 	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
@@ -167,7 +167,7 @@ func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time)
 	for id, at := range p.deferred {
 		b := st.Bundle(id)
 		switch {
-		case b == nil || b.State != fsm.StateUnplaceable || fsm.Band(b.Spec.Priority) >= fsm.Band(fsm.PriorityBronze):
+		case b == nil || b.State != fsm.StateUnplaceable || b.Spec.EffectiveBand() >= fsm.Band(fsm.PriorityBronze):
 			delete(p.deferred, id)
 		case now.Before(at) || queued[id]:
 		default:

@@ -42,6 +42,10 @@ func TestPlacerQueueOrder(t *testing.T) {
 		{"bands", []string{"b1:bronze", "s1:silver", "g1:gold"}, []string{"g1", "s1", "b1"}},
 		{"age within a band", []string{"g2:gold", "g1:gold", "s1:"}, []string{"g2", "g1", "s1"}},
 		{"default is silver", []string{"b:bronze", "d:", "s:silver"}, []string{"d", "s", "b"}},
+		// id:bundle band/job band: a gold job lifts a bronze bundle.
+		{"a job's band lifts its bundle", []string{"s1:silver", "x:bronze/gold", "b1:bronze"}, []string{"x", "s1", "b1"}},
+		{"a job's lower band changes nothing", []string{"g1:gold/bronze", "s1:silver"}, []string{"g1", "s1"}},
+		{"an unset bundle takes its job's band", []string{"s1:silver", "y:/bronze"}, []string{"s1", "y"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +53,10 @@ func TestPlacerQueueOrder(t *testing.T) {
 			e.node("n1", "p", 4000, 4, fsm.NodeReady)
 			for _, c := range tc.created {
 				id, prio, _ := strings.Cut(c, ":")
-				e.bundle(id, "p", prio, 100)
+				prio, jobPrio, _ := strings.Cut(prio, "/")
+				s := spec(id, "p", prio, 100)
+				s.Jobs[0].Priority = jobPrio
+				e.create(s)
 				e.clock.advance(time.Second)
 			}
 			var got []string

@@ -277,7 +277,7 @@ func (b *Batch) evict(bundle *fsm.Bundle, p *preemption, set []*Victim) Result {
 func (b *Batch) victimUpdate(v *Victim, preemptor *fsm.Bundle) fsm.BundleUpdate {
 	vb := b.snap.idx.view.Bundle(v.BundleID)
 	u := fsm.BundleUpdate{BundleID: v.BundleID, Preemptor: preemptor.ID(),
-		Reason: fmt.Sprintf("%s evicted by %s (%s)", roleName(v.Primary), preemptor.ID(), preemptor.Spec.Priority)}
+		Reason: fmt.Sprintf("%s evicted by %s (%s)", roleName(v.Primary), preemptor.ID(), preemptor.Spec.EffectivePriority())}
 	for _, r := range v.held {
 		u.Release = append(u.Release, fsm.SlotJob{Slot: r.Key.Replica, Job: r.Key.Job})
 	}

@@ -116,6 +116,7 @@ func genPreemptWorld(t *rapid.T) *cluster {
 	for i := range rapid.IntRange(2, 10).Draw(t, "residents") {
 		spec := genSpec(t, c, fmt.Sprintf("r%d", i))
 		spec.Priority = rapid.SampledFrom([]string{fsm.PrioritySilver, fsm.PriorityBronze}).Draw(t, "band")
+		drawJobBands(t, &spec)
 		b := c.bundle(spec)
 		plan, res := PlaceBatch(c.state(), []*fsm.Bundle{b}, uint64(i), 1)
 		c.commit(plan)
@@ -137,8 +138,17 @@ func genPreemptWorld(t *rapid.T) *cluster {
 		}
 	}
 	spec.Priority = rapid.SampledFrom([]string{fsm.PriorityGold, fsm.PrioritySilver}).Draw(t, "preBand")
+	drawJobBands(t, &spec)
 	c.bundle(spec)
 	return c
+}
+
+// drawJobBands gives some jobs a band of their own, which can lift the
+// bundle's effective band above its own.
+func drawJobBands(t *rapid.T, spec *fsm.BundleSpec) {
+	for i := range spec.Jobs {
+		spec.Jobs[i].Priority = rapid.SampledFrom([]string{"", "", "", fsm.PriorityGold, fsm.PrioritySilver, fsm.PriorityBronze}).Draw(t, "jobBand")
+	}
 }
 
 // preemptFresh is the leader's sequence on a fresh batch: Place, then
@@ -162,8 +172,8 @@ func checkVictimRules(t *rapid.T, st *fsm.State, pre *fsm.Bundle, plan *fsm.Plan
 	for i, v := range res.Victims {
 		vb := st.Bundle(v.BundleID)
 		u := part.Updates[i]
-		if fsm.Band(vb.Spec.Priority) <= fsm.Band(pre.Spec.Priority) {
-			t.Fatalf("victim %s is %s, preemptor %s", v.BundleID, vb.Spec.Priority, pre.Spec.Priority)
+		if vb.Spec.EffectiveBand() <= pre.Spec.EffectiveBand() {
+			t.Fatalf("victim %s is %s, preemptor %s", v.BundleID, vb.Spec.EffectivePriority(), pre.Spec.EffectivePriority())
 		}
 		if u.BundleID != v.BundleID || u.Preemptor != pre.ID() || u.Promote != v.Promoted {
 			t.Fatalf("victim update %+v for %+v", u, v)

@@ -13,7 +13,8 @@ import (
 // resident is a bundle placed before the preemptor arrives.
 type resident struct {
 	id, priority    string
-	jobs            []int64 // capacities of jobs a, b, ...
+	jobs            []int64  // capacities of jobs a, b, ...
+	jobPriority     []string // each job's own band, when given
 	resilience      *fsm.Resilience
 	primary, backup []string // node of each job
 }
@@ -25,6 +26,9 @@ func (r resident) spec() fsm.BundleSpec {
 	s := fsm.BundleSpec{ID: r.id, Pool: "p", Priority: r.priority, Resilience: r.resilience}
 	for i, capacity := range r.jobs {
 		s.Jobs = append(s.Jobs, mkJob(string(rune('a'+i)), capacity, 0))
+		if i < len(r.jobPriority) {
+			s.Jobs[i].Priority = r.jobPriority[i]
+		}
 	}
 	return s
 }
@@ -87,6 +91,38 @@ func TestPreemptVictimOrder(t *testing.T) {
 		residents: []resident{{id: "g0", priority: "gold", jobs: []int64{4000}, primary: []string{"n1"}},
 			{id: "s", priority: "silver", jobs: []int64{4000}, primary: []string{"n1"}}},
 		preemptor: resident{id: "g", priority: "silver", jobs: []int64{4000}},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { runPreemptCase(t, tc) })
+	}
+}
+
+// TestPreemptJobBands: a bundle preempts and is preempted at its effective
+// band, the highest of its own and its jobs'.
+func TestPreemptJobBands(t *testing.T) {
+	cases := []preemptCase{{
+		name: "a gold job shields a bronze bundle", nodes: 1,
+		residents: []resident{{id: "s", priority: "silver", jobs: []int64{4000}, primary: []string{"n1"}},
+			{id: "z", priority: "bronze", jobs: []int64{2000, 2000}, jobPriority: []string{"", "gold"}, primary: []string{"n1", "n1"}}},
+		preemptor: gold(4000), victims: []string{"s/0"},
+	}, {
+		name: "a gold job shields its bundle from every band", nodes: 1,
+		residents: []resident{{id: "z", priority: "bronze", jobs: []int64{8000}, jobPriority: []string{"gold"}, primary: []string{"n1"}}},
+		preemptor: gold(8000),
+	}, {
+		name: "a gold job lets a bronze bundle preempt silver", nodes: 1,
+		residents: []resident{{id: "s", priority: "silver", jobs: []int64{4000}, primary: []string{"n1"}},
+			{id: "g0", priority: "gold", jobs: []int64{4000}, primary: []string{"n1"}}},
+		preemptor: resident{id: "g", priority: "bronze", jobs: []int64{2000, 2000}, jobPriority: []string{"bronze", "gold"}},
+		victims:   []string{"s/0"},
+	}, {
+		name: "bronze jobs do not lower a silver bundle", nodes: 1,
+		residents: []resident{{id: "s", priority: "silver", jobs: []int64{8000}, jobPriority: []string{"bronze"}, primary: []string{"n1"}}},
+		preemptor: gold(8000), victims: []string{"s/0"},
+	}, {
+		name: "bronze jobs in a silver preemptor cannot take silver", nodes: 1,
+		residents: []resident{{id: "s", priority: "silver", jobs: []int64{8000}, primary: []string{"n1"}}},
+		preemptor: resident{id: "g", priority: "silver", jobs: []int64{8000}, jobPriority: []string{"bronze"}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { runPreemptCase(t, tc) })
@@ -234,7 +270,7 @@ func checkPreemptPart(t *testing.T, st *fsm.State, part fsm.PlanPart, tc preempt
 			}
 		}
 		if u.Preemptor != "g" || seen[u.BundleID] || !slices.Equal(releasedKeys(u.Release), want) ||
-			fsm.Band(vb.Spec.Priority) <= fsm.Band(tc.preemptor.priority) || u.Promote != slices.Contains(tc.promoted, u.BundleID) {
+			vb.Spec.EffectiveBand() <= st.Bundle("g").Spec.EffectiveBand() || u.Promote != slices.Contains(tc.promoted, u.BundleID) {
 			t.Fatalf("victim update %+v (release want %v, promote want %v)", u, want, slices.Contains(tc.promoted, u.BundleID))
 		}
 		seen[u.BundleID] = true

@@ -54,7 +54,7 @@ type preemption struct {
 func (b *Batch) newPreemption(bundle *fsm.Bundle, target int) *preemption {
 	spec := &bundle.Spec
 	p := &preemption{
-		b: b, bundle: bundle, target: target, band: fsm.Band(spec.Priority),
+		b: b, bundle: bundle, target: target, band: spec.EffectiveBand(),
 		seed: derive(b.seed, hashString(bundle.ID())),
 		pool: spec.SlotPool(bundle.Replicas[target].Slot),
 	}
@@ -156,14 +156,14 @@ func (p *preemption) candidates() []*Victim {
 // in a strictly lower band, or a primary while a backup is being placed.
 func (p *preemption) victimOf(id string, slot int) *Victim {
 	vb := p.b.snap.idx.view.Bundle(id)
-	if vb == nil || vb.Deleting || p.b.updated[id] || fsm.Band(vb.Spec.Priority) <= p.band {
+	if vb == nil || vb.Deleting || p.b.updated[id] || vb.Spec.EffectiveBand() <= p.band {
 		return nil
 	}
 	i := slices.IndexFunc(vb.Replicas, func(r fsm.Replica) bool { return r.Slot == slot })
 	if i < 0 || (i == 0 && p.target == 1) {
 		return nil
 	}
-	v := &Victim{BundleID: id, Priority: vb.Spec.Priority, Slot: slot, Primary: i == 0, band: fsm.Band(vb.Spec.Priority)}
+	v := &Victim{BundleID: id, Priority: vb.Spec.EffectivePriority(), Slot: slot, Primary: i == 0, band: vb.Spec.EffectiveBand()}
 	// A placed job holds exactly its reservation (§2.4), and the batch has
 	// not touched the bundle, so the snapshot's placement is the overlay's.
 	for _, j := range vb.Replicas[i].Jobs {

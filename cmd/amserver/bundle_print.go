@@ -21,7 +21,7 @@ func bundleRow(b api.BundleSummary, _ time.Time) []string {
 			placed++
 		}
 	}
-	return []string{b.ID, b.Pool, priority(b.Priority), b.State, strconv.Itoa(b.Jobs),
+	return []string{b.ID, b.Pool, effectivePriority(b.Priority, b.EffectivePriority), b.State, strconv.Itoa(b.Jobs),
 		fmt.Sprintf("%d/%d", placed, b.WantReplicas), strconv.FormatUint(b.Epoch, 10), list(b.Degradations)}
 }
 
@@ -42,7 +42,7 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 	t := newTable(w)
 	t.row("ID", b.ID)
 	t.row("Pool", b.Pool)
-	t.row("Priority", priority(b.Priority))
+	t.row("Priority", effectivePriority(b.Priority, b.EffectivePriority))
 	t.row("State", b.State)
 	t.row("Epoch", strconv.FormatUint(b.Epoch, 10))
 	t.row("Placement", placementSummary(b.Placement))
@@ -137,6 +137,15 @@ func printExplain(w io.Writer, e *api.Explain) {
 }
 
 func priority(p string) string { return orDefault(p, api.PrioritySilver) }
+
+// effectivePriority shows the band the queue uses, and the bundle's own
+// when a job's band lifted it ("gold (own bronze)").
+func effectivePriority(own, effective string) string {
+	if effective == "" || effective == priority(own) {
+		return priority(own)
+	}
+	return effective + " (own " + priority(own) + ")"
+}
 
 func orDefault(s, def string) string {
 	if s == "" {

@@ -124,3 +124,19 @@ func TestCompletion(t *testing.T) {
 		t.Error("completion reads are not stale")
 	}
 }
+
+// TestEffectivePriorityText: the bundle's own band unless a job lifted it.
+func TestEffectivePriorityText(t *testing.T) {
+	cases := []struct{ own, effective, want string }{
+		{"", "", "silver"},
+		{"gold", "gold", "gold"},
+		{"", "silver", "silver"},
+		{"bronze", "gold", "gold (own bronze)"},
+		{"", "gold", "gold (own silver)"},
+	}
+	for _, tc := range cases {
+		if got := effectivePriority(tc.own, tc.effective); got != tc.want {
+			t.Errorf("effectivePriority(%q, %q) = %q, want %q", tc.own, tc.effective, got, tc.want)
+		}
+	}
+}

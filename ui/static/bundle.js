@@ -65,7 +65,7 @@ function head(b) {
       h('span', { class: 'state', id: 'bundle-state' }, badge(b.state, statusKind(b.state))),
       h('span', { class: 'spacer' }), del),
     h('dl', { class: 'kv' },
-      h('dt', {}, 'pool · priority'), h('dd', {}, `${b.pool} · ${b.priority || 'silver'}`),
+      h('dt', {}, 'pool · priority'), h('dd', {}, `${b.pool} · ${b.effectivePriority || b.priority || 'silver'}`),
       h('dt', {}, 'resilience'), h('dd', {}, b.resilience
         ? Object.entries(b.resilience).map(([k, v]) => `${k}=${v}`).join(' ') : 'none (a primary only)'),
       h('dt', {}, 'epoch'), h('dd', {}, b.epoch),

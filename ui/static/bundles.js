@@ -31,7 +31,7 @@ function row(b) {
   return h('tr', { data: { bundleId: b.id } },
     h('td', {}, idLink('bundles', b.id)),
     h('td', { class: 'state' }, badge(b.state, statusKind(b.state))),
-    h('td', { class: 'small' }, `${b.pool} · ${b.priority || 'silver'}`),
+    h('td', { class: 'small' }, `${b.pool} · ${b.effectivePriority || b.priority || 'silver'}`),
     where(b, 'primary'),
     where(b, 'backup'),
     h('td', { class: 'num' }, b.jobs),
