@@ -56,6 +56,13 @@ const (
 	EventNodeDrained       = "nodeDrained"
 	EventServerJoined      = "serverJoined"
 	EventServerRemoved     = "serverRemoved"
+	// Bundle kinds: a service's count changed; a batch bundle finished
+	// (complete or failed); a batch job restarted after a non-zero exit;
+	// a launch changed in place (a new assignment generation).
+	EventBundleScaled   = "bundleScaled"
+	EventBundleFinished = "bundleFinished"
+	EventJobRestarted   = "jobRestarted"
+	EventBundleUpdated  = "bundleUpdated"
 	// Elastic pools: a node asked of the provisioner, one that never
 	// registered in time, one being given back, one given back.
 	EventNodeProvisioning   = "nodeProvisioning"

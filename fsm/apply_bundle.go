@@ -59,15 +59,43 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 	}
 	t.ResolveRefs(&spec, nil) // a replace takes the latest version of a bare name
 	b := cloneBundle(old)
-	if placementChanged(&old.Spec, &spec) {
+	switch {
+	case placementChanged(&old.Spec, &spec):
 		t.releaseAll(old)
 		b.Replicas = freshReplicas(&spec)
 		b.Degradations, b.Explain = nil, nil
 		b.Epoch++
+	case spec.IsService() && spec.Count != old.Spec.Count:
+		t.scaleService(b, &spec)
 	}
 	b.Spec = spec
 	t.putBundle(b)
 	return created{bundle: b}, nil
+}
+
+// scaleService adds or removes a service's replicas (DESIGN §2.3): new ones
+// are appended unplaced at the next slots, and a scale-down removes the
+// highest-index replicas, releasing what they hold and stopping their
+// assignments. The other replicas keep their reservations and the epoch.
+// The explanation of an earlier attempt is dropped so the placer looks at
+// the bundle again at once.
+func (t *tx) scaleService(b *Bundle, spec *BundleSpec) {
+	for len(b.Replicas) < spec.Count {
+		b.Replicas = append(b.Replicas, freshReplica(spec, len(b.Replicas)))
+	}
+	for _, r := range b.Replicas[min(spec.Count, len(b.Replicas)):] {
+		for _, j := range r.Jobs {
+			if !j.Placed() {
+				continue
+			}
+			k := ledger.Key{Bundle: b.ID(), Replica: r.Slot, Job: j.Name}
+			ledger.Release(t.ledgerStore(), k)
+			t.stopAssignment(assignmentID(k, j.NodeID))
+		}
+	}
+	b.Replicas = b.Replicas[:min(spec.Count, len(b.Replicas))]
+	b.Explain, b.AttemptIndex = nil, 0
+	t.event("bundleScaled", b.ID(), "", "bundle %s scaled to %d replicas", b.ID(), spec.Count)
 }
 
 // specEqual compares specs by their JSON form, in which nil and empty maps and
@@ -82,7 +110,8 @@ func specEqual(a, b *BundleSpec) bool {
 // placement; tags, priority and timers do not.
 func placementChanged(a, b *BundleSpec) bool {
 	return a.Pool != b.Pool || !reflect.DeepEqual(a.Jobs, b.Jobs) ||
-		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience)
+		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience) ||
+		a.Kind != b.Kind || a.MaxPerNode != b.MaxPerNode || a.MaxPerAz != b.MaxPerAz
 }
 
 // releaseAll gives back every reservation of a bundle and stops its running

@@ -131,7 +131,7 @@ func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
 	st := &staged{update: u, old: old, next: cloneBundle(old)}
 	b := st.next
 	if u.Promote {
-		if len(b.Replicas) < 2 {
+		if len(b.Replicas) < 2 || b.Spec.IsService() {
 			return nil, fmt.Errorf("%w: bundle %s has no backup to promote", ErrInvalid, b.ID())
 		}
 		b.Replicas[0], b.Replicas[1] = b.Replicas[1], b.Replicas[0]
@@ -247,7 +247,10 @@ func (t *tx) startAssignment(b *Bundle, p Place) {
 }
 
 func roleOfSlot(b *Bundle, slot int) string {
-	if len(b.Replicas) > 0 && b.Replicas[0].Slot == slot {
+	switch {
+	case b.Spec.IsService():
+		return RoleReplica
+	case len(b.Replicas) > 0 && b.Replicas[0].Slot == slot:
 		return RolePrimary
 	}
 	return RoleBackup

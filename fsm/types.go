@@ -198,11 +198,55 @@ type BundleSpec struct {
 	StartAt    int64             `json:"startAt,omitempty" unit:"instant" row:"7"` // 0 = none
 	StopAt     int64             `json:"stopAt,omitempty" unit:"instant" row:"8"`
 	Tags       map[string]string `json:"tags,omitempty" row:"9"`
+
+	// Kind is "" (resilient), service or batch (DESIGN §2.3); row numbers
+	// 30..38 are this branch's share of the struct's numbering.
+	Kind             string         `json:"kind,omitempty" row:"30,intern"`
+	Count            int            `json:"count,omitempty" row:"31"`
+	MaxPerNode       int            `json:"maxPerNode,omitempty" row:"32"`
+	MaxPerAz         int            `json:"maxPerAz,omitempty" row:"33"`
+	MaxUnavailable   int            `json:"maxUnavailable,omitempty" row:"34"`
+	Restart          *RestartPolicy `json:"restart,omitempty" row:"35"`
+	TTLAfterFinished int64          `json:"ttlAfterFinished,omitempty" unit:"duration" row:"36"`
 }
 
-// Replicas is the derived replica count (DESIGN §2.3).
+// RestartPolicy is a batch bundle's answer to a non-zero exit.
+type RestartPolicy struct {
+	Attempts int    `json:"attempts" row:"1"`
+	Delay    int64  `json:"delay,omitempty" unit:"duration" row:"2"`
+	Mode     string `json:"mode,omitempty" row:"3,intern"`
+}
+
+// Bundle kinds and restart modes (DESIGN §2.3). The state stores the
+// default kind as "" (Normalize), so specs stored before kinds existed
+// compare equal to new ones.
+const (
+	KindResilient = api.KindResilient
+	KindService   = api.KindService
+	KindBatch     = api.KindBatch
+	RestartFail   = api.RestartFail
+	RestartDelay  = api.RestartDelay
+)
+
+// IsService and IsBatch name the kind.
+func (s *BundleSpec) IsService() bool { return s.Kind == KindService }
+func (s *BundleSpec) IsBatch() bool   { return s.Kind == KindBatch }
+
+// KindName is the kind as the API shows it.
+func (s *BundleSpec) KindName() string {
+	if s.Kind == "" {
+		return KindResilient
+	}
+	return s.Kind
+}
+
+// Replicas is the derived replica count (DESIGN §2.3): a service's count,
+// else 2 when resilience is present, else 1.
 func (s *BundleSpec) Replicas() int {
-	if s.Resilience != nil {
+	switch {
+	case s.IsService():
+		return s.Count
+	case s.Resilience != nil:
 		return 2
 	}
 	return 1
@@ -226,12 +270,15 @@ const (
 	StateDegraded    = api.StateDegraded
 	StateUnplaceable = api.StateUnplaceable
 	StateDeleting    = api.StateDeleting
+	StateComplete    = api.StateComplete
+	StateFailed      = api.StateFailed
 )
 
 // Replica roles and job statuses.
 const (
 	RolePrimary = api.RolePrimary
 	RoleBackup  = api.RoleBackup
+	RoleReplica = api.RoleReplica
 
 	JobAssigned = api.JobAssigned
 	JobRunning  = api.JobRunning

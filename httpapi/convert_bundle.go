@@ -60,6 +60,7 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 		out.Jobs = []api.Job{}
 	}
 	withoutReservedTags(&out.BundleSpec)
+	out.Kind = b.Spec.KindName()
 	if out.Degradations == nil {
 		out.Degradations = []api.Degradation{}
 	}
@@ -71,7 +72,7 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 		r, rep := &b.Replicas[i], &out.Replicas[i]
 		replicaPair.ToAPI(rep, r)
 		rep.Index = i
-		if i == 0 {
+		if i == 0 && !b.Spec.IsService() {
 			rep.Epoch = b.Epoch
 		}
 		rep.Jobs = make([]api.JobPlacement, len(r.Jobs))
@@ -116,10 +117,7 @@ func explainToAPI(e *fsm.Explain) *api.Explain {
 func unplacedBundle(spec fsm.BundleSpec) *fsm.Bundle {
 	b := &fsm.Bundle{Spec: spec, State: fsm.StatePending, Epoch: 1}
 	for i := range spec.Replicas() {
-		r := fsm.Replica{Slot: i, Role: fsm.RoleBackup, State: fsm.StatePending}
-		if i == 0 {
-			r.Role = fsm.RolePrimary
-		}
+		r := fsm.Replica{Slot: i, Role: spec.RoleAt(i), State: fsm.StatePending}
 		for _, j := range spec.Jobs {
 			r.Jobs = append(r.Jobs, fsm.JobPlacement{Name: j.Name})
 		}
