@@ -173,6 +173,10 @@ type JobPlacement struct {
 	GPU    *GPUShare `json:"gpu,omitempty"`
 	GPUs   []int     `json:"gpus,omitempty"`
 	Status string    `json:"status,omitempty"`
+	// A batch job's exit code (set once it exited) and how many times it
+	// was restarted.
+	ExitCode *int `json:"exitCode,omitempty"`
+	Attempts int  `json:"attempts,omitempty"`
 }
 
 // Replica is one copy of a bundle's jobs; Index 0 is the primary.
@@ -217,6 +221,10 @@ type Bundle struct {
 	Replicas     []Replica     `json:"replicas"`
 	Degradations []Degradation `json:"degradations"`
 	Explain      *Explain      `json:"explain,omitempty"`
+	// FinishTime is when a batch bundle ended complete or failed;
+	// Generation counts in-place launch changes.
+	FinishTime time.Time `json:"finishTime,omitzero"`
+	Generation uint64    `json:"generation,omitempty"`
 }
 
 // BundleFilter narrows GET /v1/bundles.

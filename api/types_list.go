@@ -38,10 +38,11 @@ type BundleSummary struct {
 	ID       string `json:"id"`
 	Pool     string `json:"pool"`
 	Priority string `json:"priority"`
+	Kind     string `json:"kind"`
 	State    string `json:"state"`
 	Epoch    uint64 `json:"epoch"`
-	// Jobs is how many jobs the bundle has; WantReplicas is 2 with a
-	// backup (resilience), else 1.
+	// Jobs is how many jobs the bundle has; WantReplicas is a service's
+	// count, 2 with a backup (resilience), else 1.
 	Jobs         int              `json:"jobs"`
 	WantReplicas int              `json:"wantReplicas"`
 	Replicas     []ReplicaSummary `json:"replicas"`

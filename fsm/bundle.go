@@ -122,6 +122,8 @@ func deriveState(b *Bundle, now int64) string {
 	switch {
 	case b.Deleting:
 		return StateDeleting
+	case b.Outcome != "":
+		return b.Outcome
 	case len(b.Replicas) == 0:
 		return StatePending
 	case b.Spec.IsService():

@@ -285,6 +285,7 @@ const (
 	JobStopping = api.JobStopping
 	JobStopped  = api.JobStopped
 	JobFailed   = api.JobFailed
+	JobExited   = api.JobExited
 )
 
 // JobPlacement is where one job of one replica sits.
@@ -293,6 +294,12 @@ type JobPlacement struct {
 	NodeID string       `json:"nodeId,omitempty" row:"2,intern"`
 	Grant  ledger.Grant `json:"grant" row:"3"`
 	Status string       `json:"status,omitempty" row:"4,intern"`
+
+	// A batch job's last exit code (status exited), how many times it was
+	// restarted, and when the leader restarts it next (0: not waiting).
+	ExitCode  int   `json:"exitCode,omitempty" api:"-" row:"25"`
+	Attempts  int   `json:"attempts,omitempty" row:"26"`
+	RestartAt int64 `json:"restartAt,omitempty" api:"-" row:"27"`
 }
 
 // Placed reports whether the job holds a node.
@@ -325,6 +332,9 @@ const (
 	DegradeBackupSameAz   = "backupSameAz"
 	DegradeBackupSameNode = "backupSameNode"
 	DegradeNoBackup       = "noBackup"
+	// DegradeReplicasMissing: a service has fewer complete replicas than
+	// its count.
+	DegradeReplicasMissing = "replicasMissing"
 )
 
 // Degradation records a relaxed soft rule.
@@ -346,6 +356,13 @@ type Bundle struct {
 	Deleting     bool          `json:"deleting,omitempty" api:"-" row:"8"`
 	DeleteTime   int64         `json:"deleteTime,omitempty" api:"-" row:"9"`    // leader clock when deletion started
 	AttemptIndex uint64        `json:"attemptIndex,omitempty" api:"-" row:"10"` // raft index of the last failed placement
+	// Outcome is a batch bundle's final state (complete, failed) and
+	// FinishTime the leader clock when it was reached; Generation counts
+	// in-place launch changes (assignments carry it; a worker restarts a
+	// job whose generation moved).
+	Outcome    string `json:"outcome,omitempty" api:"-" row:"33,intern"`
+	FinishTime int64  `json:"finishTime,omitempty" unit:"instant" row:"34"`
+	Generation uint64 `json:"generation,omitempty" row:"35"`
 
 	CreateIndex uint64 `json:"createIndex" row:"11"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"12"`
@@ -380,6 +397,13 @@ type Assignment struct {
 	ServiceID string `json:"serviceId,omitempty" row:"13,intern"`
 	// Runtime is what the worker runs Launch with (Assignment.Runtime).
 	Runtime string `json:"runtime,omitempty" row:"16,intern"`
+	// Generation moves when the job must restart where it runs (an
+	// in-place launch change, a batch restart); RunOnce marks a batch job,
+	// which the worker runs to completion and does not restart; ExitCode is
+	// its exit code once status is exited.
+	Generation uint64 `json:"generation,omitempty" row:"37"`
+	RunOnce    bool   `json:"runOnce,omitempty" row:"38"`
+	ExitCode   int    `json:"exitCode,omitempty" api:"-" row:"39"`
 
 	CreateIndex uint64 `json:"createIndex" row:"14"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"15"`

@@ -16,7 +16,7 @@ var (
 	// A replica's index is its position and its epoch the bundle's; a job's
 	// devices are read from its grant (the ledger slot and grant stay inside).
 	replicaPair   = convert.MustPair[api.Replica, fsm.Replica](convert.Skip("Index", "Epoch", "Jobs"))
-	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs"))
+	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs", "ExitCode"))
 	gpuSharePair  = convert.MustPair[api.GPUShare, ledger.GPUShare]()
 )
 
@@ -60,7 +60,6 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 		out.Jobs = []api.Job{}
 	}
 	withoutReservedTags(&out.BundleSpec)
-	out.Kind = b.Spec.KindName()
 	if out.Degradations == nil {
 		out.Degradations = []api.Degradation{}
 	}
@@ -79,6 +78,10 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 		for k := range r.Jobs {
 			placementPair.ToAPI(&rep.Jobs[k], &r.Jobs[k])
 			rep.Jobs[k].Cores, rep.Jobs[k].GPU, rep.Jobs[k].GPUs = grantDevices(r.Jobs[k].Grant)
+			if r.Jobs[k].Status == fsm.JobExited || r.Jobs[k].ExitCode != 0 {
+				code := r.Jobs[k].ExitCode
+				rep.Jobs[k].ExitCode = &code
+			}
 		}
 	}
 	return out

@@ -13,7 +13,7 @@ import (
 var (
 	// An assignment's resources are read from its grant; the ledger slot
 	// stays inside.
-	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "Cores", "GPU", "GPUs"))
+	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "Cores", "GPU", "GPUs", "ExitCode"))
 	eventPair      = convert.MustPair[api.Event, fsm.Event]()
 )
 
@@ -22,6 +22,10 @@ func assignmentToAPI(a *fsm.Assignment) api.Assignment {
 	assignmentPair.ToAPI(&out, a)
 	out.Capacity = convert.FromMilli(a.Grant.Capacity)
 	out.Cores, out.GPU, out.GPUs = grantDevices(a.Grant)
+	if a.Status == fsm.JobExited || a.ExitCode != 0 {
+		code := a.ExitCode
+		out.ExitCode = &code
+	}
 	return out
 }
 

@@ -29,9 +29,13 @@ func errText(err error) string {
 var addedFields = map[string][]string{
 	"Launch":       {"Kind", "Ref", "Parameters", "Tags", "StartDateTime", "StopDateTime", "Job"},
 	"Job":          {"Runtime"},
-	"Assignment":   {"Runtime"},
 	"Node":         {"Runtimes", "Kind"},
 	"InstanceType": {"Runtimes", "Kind"},
+	// Issue 18: bundle kinds.
+	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
+	"Bundle":       {"Outcome", "FinishTime", "Generation"},
+	"JobPlacement": {"ExitCode", "Attempts", "RestartAt"},
+	"Assignment":   {"Runtime", "Generation", "RunOnce", "ExitCode"},
 }
 
 // fillOld is fill.New of T as its types were when the golden file was written.

@@ -63,10 +63,11 @@ func (b *Batch) fillService(bundle *fsm.Bundle) (Result, []fsm.Place) {
 	seed := derive(b.seed, hashString(bundle.ID()))
 	sp := b.newSpread(bundle)
 	var places []fsm.Place
-	missing, freshFailed := 0, false
+	missing, freshFailed, spans := 0, false, false
 	for i := range bundle.Replicas {
 		rep := &bundle.Replicas[i]
 		if rep.Complete() {
+			spans = spans || (spec.Placement.SameAz == fsm.SameAzSoft && b.spansAZ(placedOf(rep)))
 			continue
 		}
 		placed := placedOf(rep)
@@ -95,23 +96,24 @@ func (b *Batch) fillService(bundle *fsm.Bundle) (Result, []fsm.Place) {
 			continue
 		}
 		sp.count(b, r.Nodes, 1)
+		spans = spans || r.SpansAZ
 		places = append(places, r.Places...)
 	}
 	res.PrimaryPlaced = missing == 0
 	res.JobsPlaced = len(places)
 	res.Degradations = serviceDegradations(len(bundle.Replicas), missing, res.Explain)
+	if spans && spec.Placement.SameAz == fsm.SameAzSoft {
+		res.Degradations = append([]fsm.Degradation{{Code: fsm.DegradeReplicaSpansAz,
+			Message: "a replica spans more than one AZ (sameAz soft)"}}, res.Degradations...)
+	}
 	return res, places
 }
-
-// DegradeReplicasMissing marks a service with fewer complete replicas than
-// its count.
-const DegradeReplicasMissing = "replicasMissing"
 
 func serviceDegradations(count, missing int, ex *fsm.Explain) []fsm.Degradation {
 	if missing == 0 {
 		return nil
 	}
-	return []fsm.Degradation{{Code: DegradeReplicasMissing,
+	return []fsm.Degradation{{Code: fsm.DegradeReplicasMissing,
 		Message: fmt.Sprintf("%d of %d replicas placed: %s", count-missing, count, summary(ex))}}
 }
 
