@@ -60,17 +60,53 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 	t.ResolveRefs(&spec, nil) // a replace takes the latest version of a bare name
 	b := cloneBundle(old)
 	switch {
-	case placementChanged(&old.Spec, &spec):
+	case placementChanged(&old.Spec, &spec, t.TemplateRuntime) || b.Outcome != "":
+		// A finished batch bundle submitted again runs again, from scratch.
 		t.releaseAll(old)
 		b.Replicas = freshReplicas(&spec)
 		b.Degradations, b.Explain = nil, nil
+		b.Outcome, b.FinishTime = "", 0
 		b.Epoch++
-	case spec.IsService() && spec.Count != old.Spec.Count:
-		t.scaleService(b, &spec)
+	default:
+		if spec.IsService() && spec.Count != old.Spec.Count {
+			t.scaleService(b, &spec)
+		}
+		if launchChanged(&old.Spec, &spec) {
+			t.relaunch(b, &spec)
+		}
 	}
 	b.Spec = spec
 	t.putBundle(b)
 	return created{bundle: b}, nil
+}
+
+// relaunch is an in-place launch change (DESIGN §4): every reservation and
+// node stays, the bundle's generation moves, and each running assignment
+// takes the new launch with the new generation, which tells its worker to
+// stop the job and start it again with it.
+func (t *tx) relaunch(b *Bundle, spec *BundleSpec) {
+	b.Generation++
+	for _, a := range t.BundleAssignments(b.ID()) {
+		job := spec.Job(a.Job)
+		if a.Desired != DesiredRun || job == nil {
+			continue
+		}
+		cp := *a
+		cp.Launch, cp.Runtime = job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
+		cp.Generation = b.Generation
+		t.putAssignment(&cp)
+	}
+	t.event("bundleUpdated", b.ID(), "", "bundle %s: launch changed in place, generation %d", b.ID(), b.Generation)
+}
+
+// launchChanged reports whether some job's launch differs.
+func launchChanged(a, b *BundleSpec) bool {
+	for i := range a.Jobs {
+		if i < len(b.Jobs) && !reflect.DeepEqual(a.Jobs[i].Launch, b.Jobs[i].Launch) {
+			return true
+		}
+	}
+	return false
 }
 
 // scaleService adds or removes a service's replicas (DESIGN §2.3): new ones
@@ -108,10 +144,31 @@ func specEqual(a, b *BundleSpec) bool {
 
 // placementChanged reports whether a new spec invalidates the current
 // placement; tags, priority and timers do not.
-func placementChanged(a, b *BundleSpec) bool {
-	return a.Pool != b.Pool || !reflect.DeepEqual(a.Jobs, b.Jobs) ||
+// A launch change alone is made in place (relaunch), unless it changes the
+// runtime a job needs, which is a placement rule.
+func placementChanged(a, b *BundleSpec, rt templateRuntimes) bool {
+	return a.Pool != b.Pool || !jobsPlaceAlike(a.Jobs, b.Jobs, rt) ||
 		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience) ||
 		a.Kind != b.Kind || a.MaxPerNode != b.MaxPerNode || a.MaxPerAz != b.MaxPerAz
+}
+
+// jobsPlaceAlike: the same jobs with the same requirements and rules, and
+// launches that need the same runtimes.
+func jobsPlaceAlike(a, b []Job, rt templateRuntimes) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if JobRuntimeNeed(&x, rt) != JobRuntimeNeed(&y, rt) {
+			return false
+		}
+		x.Launch, y.Launch = Launch{}, Launch{}
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // releaseAll gives back every reservation of a bundle and stops its running
