@@ -63,6 +63,11 @@ const (
 	FindingInvalidParameterKey  = "invalidParameterKey"
 	FindingUnknownRuntime       = "unknownRuntime"
 	FindingUnsatisfiableRuntime = "unsatisfiableRuntime"
+	// Bundle kinds (DESIGN §2.3).
+	FindingInvalidKind    = "invalidKind"    // kind is not resilient, service or batch
+	FindingInvalidCount   = "invalidCount"   // a service's count outside 1..10,000, or a negative spread bound
+	FindingInvalidRestart = "invalidRestart" // negative attempts, delay or ttlAfterFinished, unknown mode
+	FindingKindMismatch   = "kindMismatch"   // a field another kind owns (count on a resilient bundle, ...)
 	// FindingReservedTag is a warning: a "__" tag was removed.
 	FindingReservedTag = "reservedTag"
 )

@@ -28,14 +28,32 @@ const (
 	StateUnplaceable = "unplaceable"
 	StateDeleting    = "deleting"
 
+	// StateComplete and StateFailed are a batch bundle's final states.
+	StateComplete = "complete"
+	StateFailed   = "failed"
+
 	RolePrimary = "primary"
 	RoleBackup  = "backup"
+	// RoleReplica is every replica of a service bundle: they are peers.
+	RoleReplica = "replica"
 
 	JobAssigned = "assigned"
 	JobRunning  = "running"
 	JobStopping = "stopping"
 	JobStopped  = "stopped"
 	JobFailed   = "failed"
+	// JobExited is a batch job whose process ended (see exitCode).
+	JobExited = "exited"
+)
+
+// Bundle kinds (DESIGN §2.3) and batch restart modes.
+const (
+	KindResilient = "resilient"
+	KindService   = "service"
+	KindBatch     = "batch"
+
+	RestartFail  = "fail"
+	RestartDelay = "delay"
 )
 
 // Requirements is what one job needs on one node.
@@ -114,18 +132,39 @@ type Resilience struct {
 	SameCloud string `json:"sameCloud,omitempty" row:"4,intern"`
 }
 
+// RestartPolicy says what a batch bundle does when a job exits non-zero:
+// restart it up to Attempts times, Delay (a Go duration) after each exit;
+// then mode "fail" ends the bundle failed, "delay" keeps restarting.
+type RestartPolicy struct {
+	Attempts int    `json:"attempts"`
+	Delay    string `json:"delay,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+}
+
 // BundleSpec is what a user submits (POST /v1/bundles, PUT
 // /v1/bundles/{id}). StartAt and StopAt are RFC 3339 instants or "".
+// Kind is resilient (the default: a primary and an optional backup),
+// service (Count peer replicas, spread softly over nodes and AZs, at most
+// MaxPerNode on a node and MaxPerAz in an AZ when set; a launch change
+// replaces at most MaxUnavailable at a time) or batch (jobs run to
+// completion; Restart, and deleted TTLAfterFinished after it finished).
 type BundleSpec struct {
-	ID         string            `json:"id,omitempty"`
-	Pool       string            `json:"pool"`
-	Priority   string            `json:"priority,omitempty"`
-	Jobs       []Job             `json:"jobs"`
-	Placement  Placement         `json:"placement"`
-	Resilience *Resilience       `json:"resilience,omitempty"`
-	StartAt    string            `json:"startAt,omitempty"`
-	StopAt     string            `json:"stopAt,omitempty"`
-	Tags       map[string]string `json:"tags,omitempty"`
+	ID               string            `json:"id,omitempty"`
+	Pool             string            `json:"pool"`
+	Priority         string            `json:"priority,omitempty"`
+	Kind             string            `json:"kind,omitempty"`
+	Count            int               `json:"count,omitempty"`
+	MaxPerNode       int               `json:"maxPerNode,omitempty"`
+	MaxPerAz         int               `json:"maxPerAz,omitempty"`
+	MaxUnavailable   int               `json:"maxUnavailable,omitempty"`
+	Restart          *RestartPolicy    `json:"restart,omitempty"`
+	TTLAfterFinished string            `json:"ttlAfterFinished,omitempty"`
+	Jobs             []Job             `json:"jobs"`
+	Placement        Placement         `json:"placement"`
+	Resilience       *Resilience       `json:"resilience,omitempty"`
+	StartAt          string            `json:"startAt,omitempty"`
+	StopAt           string            `json:"stopAt,omitempty"`
+	Tags             map[string]string `json:"tags,omitempty"`
 }
 
 // GPUShare is a fractional share of one device.
@@ -142,6 +181,10 @@ type JobPlacement struct {
 	GPU    *GPUShare `json:"gpu,omitempty"`
 	GPUs   []int     `json:"gpus,omitempty"`
 	Status string    `json:"status,omitempty"`
+	// A batch job's exit code (set once it exited) and how many times it
+	// was restarted.
+	ExitCode *int `json:"exitCode,omitempty"`
+	Attempts int  `json:"attempts,omitempty"`
 }
 
 // Replica is one copy of a bundle's jobs; Index 0 is the primary.
@@ -189,6 +232,10 @@ type Bundle struct {
 	Replicas          []Replica     `json:"replicas"`
 	Degradations      []Degradation `json:"degradations"`
 	Explain           *Explain      `json:"explain,omitempty"`
+	// FinishTime is when a batch bundle ended complete or failed;
+	// Generation counts in-place launch changes.
+	FinishTime time.Time `json:"finishTime,omitzero"`
+	Generation uint64    `json:"generation,omitempty"`
 }
 
 // BundleFilter narrows GET /v1/bundles.

@@ -33,16 +33,26 @@ type Assignment struct {
 	Cores          []int     `json:"cores,omitempty"`
 	GPU            *GPUShare `json:"gpu,omitempty"`
 	GPUs           []int     `json:"gpus,omitempty"`
+	// Generation moves when the job must restart where it runs (an
+	// in-place launch change, a batch restart): the worker stops the job
+	// and starts it again with this launch. RunOnce marks a batch job: run
+	// to completion, report its exit, do not restart it. ExitCode is set
+	// when status is exited.
+	Generation uint64 `json:"generation,omitempty"`
+	RunOnce    bool   `json:"runOnce,omitempty"`
+	ExitCode   *int   `json:"exitCode,omitempty"`
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`
 }
 
 // AssignmentStatus is a worker's report, the body of
-// PUT /v1/nodes/{id}/assignments/{assignmentId}/status.
+// PUT /v1/nodes/{id}/assignments/{assignmentId}/status. ExitCode goes with
+// state exited (a batch job that ran to its end).
 type AssignmentStatus struct {
-	State   string `json:"state"` // running | stopped | failed
-	Message string `json:"message,omitempty"`
+	State    string `json:"state"` // running | stopped | failed | exited
+	Message  string `json:"message,omitempty"`
+	ExitCode *int   `json:"exitCode,omitempty"`
 }
 
 // Event types (DESIGN §7).
@@ -60,6 +70,13 @@ const (
 	EventNodeDrained       = "nodeDrained"
 	EventServerJoined      = "serverJoined"
 	EventServerRemoved     = "serverRemoved"
+	// Bundle kinds: a service's count changed; a batch bundle finished
+	// (complete or failed); a batch job restarted after a non-zero exit;
+	// a launch changed in place (a new assignment generation).
+	EventBundleScaled   = "bundleScaled"
+	EventBundleFinished = "bundleFinished"
+	EventJobRestarted   = "jobRestarted"
+	EventBundleUpdated  = "bundleUpdated"
 	// Elastic pools: a node asked of the provisioner, one that never
 	// registered in time, one being given back, one given back.
 	EventNodeProvisioning   = "nodeProvisioning"

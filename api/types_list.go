@@ -40,10 +40,11 @@ type BundleSummary struct {
 	Priority string `json:"priority"`
 	// EffectivePriority is the highest of Priority and the jobs' own.
 	EffectivePriority string `json:"effectivePriority"`
+	Kind              string `json:"kind"`
 	State             string `json:"state"`
 	Epoch             uint64 `json:"epoch"`
-	// Jobs is how many jobs the bundle has; WantReplicas is 2 with a
-	// backup (resilience), else 1.
+	// Jobs is how many jobs the bundle has; WantReplicas is a service's
+	// count, 2 with a backup (resilience), else 1.
 	Jobs         int              `json:"jobs"`
 	WantReplicas int              `json:"wantReplicas"`
 	Replicas     []ReplicaSummary `json:"replicas"`

@@ -8,12 +8,12 @@ import (
 	"github.com/amserver/amserver/ledger"
 )
 
-var validReport = map[string]bool{JobRunning: true, JobStopped: true, JobFailed: true}
+var validReport = map[string]bool{JobRunning: true, JobStopped: true, JobFailed: true, JobExited: true}
 
 func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, error) {
 	t.advance(req.Now)
 	if !validReport[req.Status] {
-		return nil, fmt.Errorf("%w: assignment status %q (want running, stopped or failed)", ErrInvalid, req.Status)
+		return nil, fmt.Errorf("%w: assignment status %q (want running, stopped, failed or exited)", ErrInvalid, req.Status)
 	}
 	a := t.Assignment(req.AssignmentID)
 	if a == nil {
@@ -22,7 +22,11 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 	if a.NodeID != req.NodeID {
 		return nil, fmt.Errorf("%w: assignment %s belongs to node %s, not %s", ErrConflict, a.ID, a.NodeID, req.NodeID)
 	}
-	if a.Status == req.Status && a.Message == req.Message {
+	code := 0
+	if req.Status == JobExited {
+		code = req.ExitCode
+	}
+	if a.Status == req.Status && a.Message == req.Message && a.ExitCode == code {
 		return nil, nil
 	}
 	done := a.Desired == DesiredStop && req.Status != JobRunning
@@ -30,11 +34,14 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 		t.delete(tableAssignments, a)
 	} else {
 		cp := *a
-		cp.Status, cp.Message = req.Status, req.Message
+		cp.Status, cp.Message, cp.ExitCode = req.Status, req.Message, code
 		t.putAssignment(&cp)
 	}
 	if a.ServiceID != "" {
 		t.serviceReport(a, req.Status)
+		return nil, nil
+	}
+	if req.Status == JobExited && t.jobExit(a, code) {
 		return nil, nil
 	}
 	t.jobReport(a, req.Status)

@@ -59,15 +59,79 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 	}
 	t.ResolveRefs(&spec, nil) // a replace takes the latest version of a bare name
 	b := cloneBundle(old)
-	if placementChanged(&old.Spec, &spec) {
+	switch {
+	case placementChanged(&old.Spec, &spec, t.TemplateRuntime) || b.Outcome != "":
+		// A finished batch bundle submitted again runs again, from scratch.
 		t.releaseAll(old)
 		b.Replicas = freshReplicas(&spec)
 		b.Degradations, b.Explain = nil, nil
+		b.Outcome, b.FinishTime = "", 0
 		b.Epoch++
+	default:
+		if spec.IsService() && spec.Count != old.Spec.Count {
+			t.scaleService(b, &spec)
+		}
+		if launchChanged(&old.Spec, &spec) {
+			t.relaunch(b, &spec)
+		}
 	}
 	b.Spec = spec
 	t.putBundle(b)
 	return created{bundle: b}, nil
+}
+
+// relaunch is an in-place launch change (DESIGN §4): every reservation and
+// node stays, the bundle's generation moves, and each running assignment
+// takes the new launch with the new generation, which tells its worker to
+// stop the job and start it again with it.
+func (t *tx) relaunch(b *Bundle, spec *BundleSpec) {
+	b.Generation++
+	for _, a := range t.BundleAssignments(b.ID()) {
+		job := spec.Job(a.Job)
+		if a.Desired != DesiredRun || job == nil {
+			continue
+		}
+		cp := *a
+		cp.Launch, cp.Runtime = job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
+		cp.Generation = b.Generation
+		t.putAssignment(&cp)
+	}
+	t.event("bundleUpdated", b.ID(), "", "bundle %s: launch changed in place, generation %d", b.ID(), b.Generation)
+}
+
+// launchChanged reports whether some job's launch differs.
+func launchChanged(a, b *BundleSpec) bool {
+	for i := range a.Jobs {
+		if i < len(b.Jobs) && !reflect.DeepEqual(a.Jobs[i].Launch, b.Jobs[i].Launch) {
+			return true
+		}
+	}
+	return false
+}
+
+// scaleService adds or removes a service's replicas (DESIGN §2.3): new ones
+// are appended unplaced at the next slots, and a scale-down removes the
+// highest-index replicas, releasing what they hold and stopping their
+// assignments. The other replicas keep their reservations and the epoch.
+// The explanation of an earlier attempt is dropped so the placer looks at
+// the bundle again at once.
+func (t *tx) scaleService(b *Bundle, spec *BundleSpec) {
+	for len(b.Replicas) < spec.Count {
+		b.Replicas = append(b.Replicas, freshReplica(spec, len(b.Replicas)))
+	}
+	for _, r := range b.Replicas[min(spec.Count, len(b.Replicas)):] {
+		for _, j := range r.Jobs {
+			if !j.Placed() {
+				continue
+			}
+			k := ledger.Key{Bundle: b.ID(), Replica: r.Slot, Job: j.Name}
+			ledger.Release(t.ledgerStore(), k)
+			t.stopAssignment(assignmentID(k, j.NodeID))
+		}
+	}
+	b.Replicas = b.Replicas[:min(spec.Count, len(b.Replicas))]
+	b.Explain, b.AttemptIndex = nil, 0
+	t.event("bundleScaled", b.ID(), "", "bundle %s scaled to %d replicas", b.ID(), spec.Count)
 }
 
 // specEqual compares specs by their JSON form, in which nil and empty maps and
@@ -80,19 +144,27 @@ func specEqual(a, b *BundleSpec) bool {
 
 // placementChanged reports whether a new spec invalidates the current
 // placement; tags, priorities (the bundle's or a job's) and timers do not.
-func placementChanged(a, b *BundleSpec) bool {
-	return a.Pool != b.Pool || !jobsEqualButPriority(a.Jobs, b.Jobs) ||
-		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience)
+// A launch change alone is made in place (relaunch), unless it changes the
+// runtime a job needs, which is a placement rule.
+func placementChanged(a, b *BundleSpec, rt templateRuntimes) bool {
+	return a.Pool != b.Pool || !jobsPlaceAlike(a.Jobs, b.Jobs, rt) ||
+		a.Placement != b.Placement || !reflect.DeepEqual(a.Resilience, b.Resilience) ||
+		a.Kind != b.Kind || a.MaxPerNode != b.MaxPerNode || a.MaxPerAz != b.MaxPerAz
 }
 
-// jobsEqualButPriority compares job lists ignoring each job's own band,
-// which orders the queue but does not move a placed job.
-func jobsEqualButPriority(a, b []Job) bool {
+// jobsPlaceAlike: the same jobs with the same requirements and rules, and
+// launches that need the same runtimes.
+func jobsPlaceAlike(a, b []Job, rt templateRuntimes) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
 		x, y := a[i], b[i]
+		if JobRuntimeNeed(&x, rt) != JobRuntimeNeed(&y, rt) {
+			return false
+		}
+		// A job's own band orders the queue but does not move a placed job.
+		x.Launch, y.Launch = Launch{}, Launch{}
 		x.Priority, y.Priority = "", ""
 		if !reflect.DeepEqual(x, y) {
 			return false

@@ -131,7 +131,7 @@ func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
 	st := &staged{update: u, old: old, next: cloneBundle(old)}
 	b := st.next
 	if u.Promote {
-		if len(b.Replicas) < 2 {
+		if len(b.Replicas) < 2 || b.Spec.IsService() {
 			return nil, fmt.Errorf("%w: bundle %s has no backup to promote", ErrInvalid, b.ID())
 		}
 		b.Replicas[0], b.Replicas[1] = b.Replicas[1], b.Replicas[0]
@@ -146,7 +146,7 @@ func (t *tx) stage(overlay *ledger.Overlay, u *BundleUpdate) (*staged, error) {
 		ledger.Release(overlay, k)
 		st.stopped = append(st.stopped, assignmentID(k, job.NodeID))
 		st.released = append(st.released, job.NodeID)
-		*job = JobPlacement{Name: job.Name}
+		*job = JobPlacement{Name: job.Name, Attempts: job.Attempts} // a batch job's restarts count across moves
 	}
 	for _, p := range u.Place {
 		if err := t.stagePlace(overlay, b, p); err != nil {
@@ -194,7 +194,7 @@ func (t *tx) stagePlace(overlay *ledger.Overlay, b *Bundle, p Place) error {
 	} else if err := ledger.Reserve(overlay, r); err != nil {
 		return fmt.Errorf("bundle %s job %s on node %s: %w", b.ID(), p.Job, n.ID, err)
 	}
-	*job = JobPlacement{Name: p.Job, NodeID: n.ID, Grant: p.Grant, Status: JobAssigned}
+	*job = JobPlacement{Name: p.Job, NodeID: n.ID, Grant: p.Grant, Status: JobAssigned, Attempts: job.Attempts}
 	return nil
 }
 
@@ -234,7 +234,7 @@ func (t *tx) startAssignment(b *Bundle, p Place) {
 	a := &Assignment{
 		ID: assignmentID(k, p.Node), BundleID: b.ID(), Replica: p.Slot, Job: p.Job, NodeID: p.Node,
 		Role: roleOfSlot(b, p.Slot), Epoch: b.Epoch, Desired: DesiredRun, Status: JobAssigned,
-		Grant: p.Grant, CreateIndex: t.index,
+		Grant: p.Grant, CreateIndex: t.index, Generation: b.Generation, RunOnce: b.Spec.IsBatch(),
 	}
 	if spec := b.Spec.Job(p.Job); spec != nil {
 		a.Launch = spec.Launch
@@ -248,7 +248,10 @@ func (t *tx) startAssignment(b *Bundle, p Place) {
 }
 
 func roleOfSlot(b *Bundle, slot int) string {
-	if len(b.Replicas) > 0 && b.Replicas[0].Slot == slot {
+	switch {
+	case b.Spec.IsService():
+		return RoleReplica
+	case len(b.Replicas) > 0 && b.Replicas[0].Slot == slot:
 		return RolePrimary
 	}
 	return RoleBackup

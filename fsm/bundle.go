@@ -18,17 +18,29 @@ func newBundle(spec BundleSpec, index uint64, now int64) *Bundle {
 func freshReplicas(spec *BundleSpec) []Replica {
 	out := make([]Replica, spec.Replicas())
 	for i := range out {
-		role := RolePrimary
-		if i > 0 {
-			role = RoleBackup
-		}
-		jobs := make([]JobPlacement, len(spec.Jobs))
-		for j := range spec.Jobs {
-			jobs[j] = JobPlacement{Name: spec.Jobs[j].Name}
-		}
-		out[i] = Replica{Slot: i, Role: role, Jobs: jobs}
+		out[i] = freshReplica(spec, i)
 	}
 	return out
+}
+
+func freshReplica(spec *BundleSpec, slot int) Replica {
+	jobs := make([]JobPlacement, len(spec.Jobs))
+	for j := range spec.Jobs {
+		jobs[j] = JobPlacement{Name: spec.Jobs[j].Name}
+	}
+	return Replica{Slot: slot, Role: spec.RoleAt(slot), Jobs: jobs}
+}
+
+// RoleAt is the role of the replica at a position of Bundle.Replicas: a
+// service's replicas are peers; otherwise index 0 is the primary.
+func (s *BundleSpec) RoleAt(i int) string {
+	switch {
+	case s.IsService():
+		return RoleReplica
+	case i == 0:
+		return RolePrimary
+	}
+	return RoleBackup
 }
 
 // cloneBundle copies everything Apply may modify, so readers holding the old
@@ -46,6 +58,11 @@ func cloneBundle(b *Bundle) *Bundle {
 
 // replicaBySlot returns the replica with the given ledger slot.
 func (b *Bundle) replicaBySlot(slot int) *Replica {
+	// A service's replicas never swap, so its slot is its position: the
+	// fast path keeps placing 10,000 replicas linear.
+	if slot >= 0 && slot < len(b.Replicas) && b.Replicas[slot].Slot == slot {
+		return &b.Replicas[slot]
+	}
 	for i := range b.Replicas {
 		if b.Replicas[i].Slot == slot {
 			return &b.Replicas[i]
@@ -105,8 +122,12 @@ func deriveState(b *Bundle, now int64) string {
 	switch {
 	case b.Deleting:
 		return StateDeleting
+	case b.Outcome != "":
+		return b.Outcome
 	case len(b.Replicas) == 0:
 		return StatePending
+	case b.Spec.IsService():
+		return serviceState(b, now)
 	}
 	primary := &b.Replicas[0]
 	if !primary.Complete() {
@@ -127,6 +148,28 @@ func deriveState(b *Bundle, now int64) string {
 		}
 	}
 	return StatePlaced
+}
+
+// serviceState: placed when every replica is complete (degraded with a
+// relaxed soft rule), degraded when some are, else as an unplaced primary.
+func serviceState(b *Bundle, now int64) string {
+	complete := 0
+	for i := range b.Replicas {
+		if b.Replicas[i].Complete() {
+			complete++
+		}
+	}
+	switch {
+	case complete == len(b.Replicas) && len(b.Degradations) == 0:
+		return StatePlaced
+	case complete > 0:
+		return StateDegraded
+	case len(b.Held()) == 0 && b.Spec.EffectiveStart() > now:
+		return StateScheduled
+	case b.Explain != nil:
+		return StateUnplaceable
+	}
+	return StatePending
 }
 
 // replicaState is a replica's own state for the API.

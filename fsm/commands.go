@@ -43,6 +43,8 @@ const (
 	SpawnBlockedType     MessageType = 23
 	PutTemplateType      MessageType = 24
 	DeleteTemplateType   MessageType = 25
+	// 34..39 are the bundle kinds' (issue 18).
+	BatchTimerType MessageType = 34
 )
 
 // String names a command type for logs and errors.
@@ -66,6 +68,7 @@ var messageTypeNames = map[MessageType]string{
 	KeyringType:     "Keyring",
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
+	BatchTimerType: "BatchTimer",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
@@ -142,6 +145,25 @@ type AssignmentStatusRequest struct {
 	Status       string
 	Message      string
 	Now          int64
+	// ExitCode is the process's exit code when Status is exited.
+	ExitCode int `json:",omitempty"`
+}
+
+// BatchTimerRequest fires batch timers at the leader's clock: restarts of
+// jobs whose restart delay has passed, and the deletion of finished
+// bundles whose ttlAfterFinished has. The FSM checks each against Now, so
+// a stale or early command changes nothing.
+type BatchTimerRequest struct {
+	Now     int64
+	Restart []SlotJobRef
+	Expire  []string
+}
+
+// SlotJobRef names one job of one replica of a bundle.
+type SlotJobRef struct {
+	BundleID string
+	Slot     int
+	Job      string
 }
 
 // UpsertServiceRequest creates or replaces a node service.

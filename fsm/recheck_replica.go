@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"slices"
-
 	"github.com/amserver/amserver/internal/plant"
 )
 
@@ -26,15 +24,56 @@ func (t *tx) recheckReplicas(b *Bundle, u *BundleUpdate) error {
 	if len(u.Place) == 0 || plant.Active(plant.SkipRecheck) {
 		return nil
 	}
+	slots := make(map[int]bool, len(u.Place)) // a service places thousands of replicas at once
+	for _, p := range u.Place {
+		slots[p.Slot] = true
+	}
 	for i := range b.Replicas {
 		r := &b.Replicas[i]
-		if !slices.ContainsFunc(u.Place, func(p Place) bool { return p.Slot == r.Slot }) {
+		if !slots[r.Slot] {
 			continue
 		}
 		for _, c := range replicaChecks {
 			if err := c.check(t, b, r); err != nil {
 				return err
 			}
+		}
+	}
+	return t.checkSpread(b, u)
+}
+
+// checkSpread: no node holds more than maxPerNode of a service's replicas
+// and no AZ more than maxPerAz, where the update places jobs. A replica
+// counts once per node and AZ however many of its jobs are there. It runs
+// once per update, over every replica, so a plan placing thousands of
+// replicas costs one pass.
+func (t *tx) checkSpread(b *Bundle, u *BundleUpdate) error {
+	spec := &b.Spec
+	if !spec.IsService() || (spec.MaxPerNode == 0 && spec.MaxPerAz == 0) {
+		return nil
+	}
+	perNode, perAz := map[string]int{}, map[string]int{}
+	for i := range b.Replicas {
+		d := t.replicaDomains(&b.Replicas[i])
+		for n := range d.nodes {
+			perNode[n]++
+		}
+		for az := range d.azs {
+			perAz[az]++
+		}
+	}
+	for _, p := range u.Place {
+		if spec.MaxPerNode > 0 && perNode[p.Node] > spec.MaxPerNode {
+			return recheckf("maxPerNode", "bundle %s: node %s would hold %d replicas, maxPerNode is %d",
+				b.ID(), p.Node, perNode[p.Node], spec.MaxPerNode)
+		}
+		n := t.State.Node(p.Node)
+		if n == nil {
+			continue
+		}
+		if az := n.AZ(); spec.MaxPerAz > 0 && perAz[az] > spec.MaxPerAz {
+			return recheckf("maxPerAz", "bundle %s: az %q would hold %d replicas, maxPerAz is %d",
+				b.ID(), az, perAz[az], spec.MaxPerAz)
 		}
 	}
 	return nil

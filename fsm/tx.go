@@ -65,10 +65,7 @@ func (t *tx) putBundle(b *Bundle) {
 	b.ModifyIndex = t.index
 	for i := range b.Replicas {
 		r := &b.Replicas[i]
-		r.Role, r.State = RoleBackup, replicaState(r)
-		if i == 0 {
-			r.Role = RolePrimary
-		}
+		r.Role, r.State = b.Spec.RoleAt(i), replicaState(r)
 	}
 	b.State = deriveState(b, t.now)
 	t.insert(tableBundles, b)

@@ -210,11 +210,55 @@ type BundleSpec struct {
 	StartAt    int64             `json:"startAt,omitempty" unit:"instant" row:"7"` // 0 = none
 	StopAt     int64             `json:"stopAt,omitempty" unit:"instant" row:"8"`
 	Tags       map[string]string `json:"tags,omitempty" row:"9"`
+
+	// Kind is "" (resilient), service or batch (DESIGN §2.3); row numbers
+	// 30..38 are this branch's share of the struct's numbering.
+	Kind             string         `json:"kind,omitempty" row:"30,intern"`
+	Count            int            `json:"count,omitempty" row:"31"`
+	MaxPerNode       int            `json:"maxPerNode,omitempty" row:"32"`
+	MaxPerAz         int            `json:"maxPerAz,omitempty" row:"33"`
+	MaxUnavailable   int            `json:"maxUnavailable,omitempty" row:"34"`
+	Restart          *RestartPolicy `json:"restart,omitempty" row:"35"`
+	TTLAfterFinished int64          `json:"ttlAfterFinished,omitempty" unit:"duration" row:"36"`
 }
 
-// Replicas is the derived replica count (DESIGN §2.3).
+// RestartPolicy is a batch bundle's answer to a non-zero exit.
+type RestartPolicy struct {
+	Attempts int    `json:"attempts" row:"1"`
+	Delay    int64  `json:"delay,omitempty" unit:"duration" row:"2"`
+	Mode     string `json:"mode,omitempty" row:"3,intern"`
+}
+
+// Bundle kinds and restart modes (DESIGN §2.3). The state stores the
+// default kind as "" (Normalize), so specs stored before kinds existed
+// compare equal to new ones.
+const (
+	KindResilient = api.KindResilient
+	KindService   = api.KindService
+	KindBatch     = api.KindBatch
+	RestartFail   = api.RestartFail
+	RestartDelay  = api.RestartDelay
+)
+
+// IsService and IsBatch name the kind.
+func (s *BundleSpec) IsService() bool { return s.Kind == KindService }
+func (s *BundleSpec) IsBatch() bool   { return s.Kind == KindBatch }
+
+// KindName is the kind as the API shows it.
+func (s *BundleSpec) KindName() string {
+	if s.Kind == "" {
+		return KindResilient
+	}
+	return s.Kind
+}
+
+// Replicas is the derived replica count (DESIGN §2.3): a service's count,
+// else 2 when resilience is present, else 1.
 func (s *BundleSpec) Replicas() int {
-	if s.Resilience != nil {
+	switch {
+	case s.IsService():
+		return s.Count
+	case s.Resilience != nil:
 		return 2
 	}
 	return 1
@@ -258,18 +302,22 @@ const (
 	StateDegraded    = api.StateDegraded
 	StateUnplaceable = api.StateUnplaceable
 	StateDeleting    = api.StateDeleting
+	StateComplete    = api.StateComplete
+	StateFailed      = api.StateFailed
 )
 
 // Replica roles and job statuses.
 const (
 	RolePrimary = api.RolePrimary
 	RoleBackup  = api.RoleBackup
+	RoleReplica = api.RoleReplica
 
 	JobAssigned = api.JobAssigned
 	JobRunning  = api.JobRunning
 	JobStopping = api.JobStopping
 	JobStopped  = api.JobStopped
 	JobFailed   = api.JobFailed
+	JobExited   = api.JobExited
 )
 
 // JobPlacement is where one job of one replica sits.
@@ -278,6 +326,12 @@ type JobPlacement struct {
 	NodeID string       `json:"nodeId,omitempty" row:"2,intern"`
 	Grant  ledger.Grant `json:"grant" row:"3"`
 	Status string       `json:"status,omitempty" row:"4,intern"`
+
+	// A batch job's last exit code (status exited), how many times it was
+	// restarted, and when the leader restarts it next (0: not waiting).
+	ExitCode  int   `json:"exitCode,omitempty" api:"-" row:"25"`
+	Attempts  int   `json:"attempts,omitempty" row:"26"`
+	RestartAt int64 `json:"restartAt,omitempty" api:"-" row:"27"`
 }
 
 // Placed reports whether the job holds a node.
@@ -310,6 +364,9 @@ const (
 	DegradeBackupSameAz   = "backupSameAz"
 	DegradeBackupSameNode = "backupSameNode"
 	DegradeNoBackup       = "noBackup"
+	// DegradeReplicasMissing: a service has fewer complete replicas than
+	// its count.
+	DegradeReplicasMissing = "replicasMissing"
 )
 
 // Degradation records a relaxed soft rule.
@@ -331,6 +388,13 @@ type Bundle struct {
 	Deleting     bool          `json:"deleting,omitempty" api:"-" row:"8"`
 	DeleteTime   int64         `json:"deleteTime,omitempty" api:"-" row:"9"`    // leader clock when deletion started
 	AttemptIndex uint64        `json:"attemptIndex,omitempty" api:"-" row:"10"` // raft index of the last failed placement
+	// Outcome is a batch bundle's final state (complete, failed) and
+	// FinishTime the leader clock when it was reached; Generation counts
+	// in-place launch changes (assignments carry it; a worker restarts a
+	// job whose generation moved).
+	Outcome    string `json:"outcome,omitempty" api:"-" row:"33,intern"`
+	FinishTime int64  `json:"finishTime,omitempty" unit:"instant" row:"34"`
+	Generation uint64 `json:"generation,omitempty" row:"35"`
 
 	CreateIndex uint64 `json:"createIndex" row:"11"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"12"`
@@ -368,6 +432,13 @@ type Assignment struct {
 	// MemoryLimitMiB is what the worker's driver enforces (0: no limit);
 	// the reserved request is Grant.MemoryMiB.
 	MemoryLimitMiB int64 `json:"memoryLimitMiB,omitempty" row:"17"`
+	// Generation moves when the job must restart where it runs (an
+	// in-place launch change, a batch restart); RunOnce marks a batch job,
+	// which the worker runs to completion and does not restart; ExitCode is
+	// its exit code once status is exited.
+	Generation uint64 `json:"generation,omitempty" row:"37"`
+	RunOnce    bool   `json:"runOnce,omitempty" row:"38"`
+	ExitCode   int    `json:"exitCode,omitempty" api:"-" row:"39"`
 
 	CreateIndex uint64 `json:"createIndex" row:"14"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"15"`

@@ -56,6 +56,7 @@ func Normalize(spec *BundleSpec) {
 	// Reserved tags are the server's: a user's are dropped (the API warns
 	// first, StripReservedTags), then __stopDateTime is set from the launch.
 	StripReservedTags(spec)
+	normalizeKind(spec)
 	for i := range spec.Jobs {
 		NormalizeLaunch(&spec.Jobs[i].Launch)
 	}
@@ -112,6 +113,7 @@ func validate(spec *BundleSpec, st *State, exprs ExprChecker, clusterProfiles bo
 		st = nil
 	}
 	checkBundleFields(&c, spec)
+	checkKind(&c, spec)
 	pool := checkPool(&c, spec, st)
 	checkResilience(&c, spec, st, pool)
 	if len(spec.Jobs) > maxJobs {

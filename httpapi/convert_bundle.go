@@ -16,7 +16,7 @@ var (
 	// A replica's index is its position and its epoch the bundle's; a job's
 	// devices are read from its grant (the ledger slot and grant stay inside).
 	replicaPair   = convert.MustPair[api.Replica, fsm.Replica](convert.Skip("Index", "Epoch", "Jobs"))
-	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs"))
+	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs", "ExitCode"))
 	gpuSharePair  = convert.MustPair[api.GPUShare, ledger.GPUShare]()
 )
 
@@ -72,13 +72,17 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 		r, rep := &b.Replicas[i], &out.Replicas[i]
 		replicaPair.ToAPI(rep, r)
 		rep.Index = i
-		if i == 0 {
+		if i == 0 && !b.Spec.IsService() {
 			rep.Epoch = b.Epoch
 		}
 		rep.Jobs = make([]api.JobPlacement, len(r.Jobs))
 		for k := range r.Jobs {
 			placementPair.ToAPI(&rep.Jobs[k], &r.Jobs[k])
 			rep.Jobs[k].Cores, rep.Jobs[k].GPU, rep.Jobs[k].GPUs = grantDevices(r.Jobs[k].Grant)
+			if r.Jobs[k].Status == fsm.JobExited || r.Jobs[k].ExitCode != 0 {
+				code := r.Jobs[k].ExitCode
+				rep.Jobs[k].ExitCode = &code
+			}
 		}
 	}
 	return out
@@ -117,10 +121,7 @@ func explainToAPI(e *fsm.Explain) *api.Explain {
 func unplacedBundle(spec fsm.BundleSpec) *fsm.Bundle {
 	b := &fsm.Bundle{Spec: spec, State: fsm.StatePending, Epoch: 1}
 	for i := range spec.Replicas() {
-		r := fsm.Replica{Slot: i, Role: fsm.RoleBackup, State: fsm.StatePending}
-		if i == 0 {
-			r.Role = fsm.RolePrimary
-		}
+		r := fsm.Replica{Slot: i, Role: spec.RoleAt(i), State: fsm.StatePending}
 		for _, j := range spec.Jobs {
 			r.Jobs = append(r.Jobs, fsm.JobPlacement{Name: j.Name})
 		}

@@ -13,7 +13,7 @@ import (
 var (
 	// An assignment's resources are read from its grant; the ledger slot
 	// stays inside.
-	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "MemoryMiB", "Cores", "GPU", "GPUs"))
+	assignmentPair = convert.MustPair[api.Assignment, fsm.Assignment](convert.Skip("Grant", "Capacity", "MemoryMiB", "Cores", "GPU", "GPUs", "ExitCode"))
 	eventPair      = convert.MustPair[api.Event, fsm.Event]()
 )
 
@@ -23,6 +23,10 @@ func assignmentToAPI(a *fsm.Assignment) api.Assignment {
 	out.Capacity = convert.FromMilli(a.Grant.Capacity)
 	out.MemoryMiB = a.Grant.MemoryMiB
 	out.Cores, out.GPU, out.GPUs = grantDevices(a.Grant)
+	if a.Status == fsm.JobExited || a.ExitCode != 0 {
+		code := a.ExitCode
+		out.ExitCode = &code
+	}
 	return out
 }
 

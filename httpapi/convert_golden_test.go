@@ -29,9 +29,13 @@ func errText(err error) string {
 var addedFields = map[string][]string{
 	"Launch":       {"Kind", "Ref", "Parameters", "Tags", "StartDateTime", "StopDateTime", "Job"},
 	"Job":          {"Runtime", "Priority"},
-	"Assignment":   {"Runtime", "MemoryLimitMiB"},
+	"Assignment":   {"Runtime", "MemoryLimitMiB", "Generation", "RunOnce", "ExitCode"},
 	"Node":         {"Runtimes", "Kind", "TotalMemoryMiB"},
 	"InstanceType": {"Runtimes", "Kind", "TotalMemoryMiB", "Labels", "Taints"},
+	// Issue 18: bundle kinds.
+	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
+	"Bundle":       {"Outcome", "FinishTime", "Generation"},
+	"JobPlacement": {"ExitCode", "Attempts", "RestartAt"},
 	// issue 18: memory.
 	"Request":      {"MemoryMiB", "MemoryLimitMiB"},
 	"Grant":        {"MemoryMiB"},

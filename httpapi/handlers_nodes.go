@@ -123,7 +123,7 @@ func (s *Server) nodeAssignments(c echo.Context) error {
 	}, tableAssignments, tableNodes)
 }
 
-var reportStates = []string{fsm.JobRunning, fsm.JobStopped, fsm.JobFailed}
+var reportStates = []string{fsm.JobRunning, fsm.JobStopped, fsm.JobFailed, fsm.JobExited}
 
 // maxMessage bounds a status message: it is replicated with the state.
 const maxMessage = 4096
@@ -138,9 +138,14 @@ func (s *Server) reportStatus(c echo.Context) error {
 		return validationErr("state %q must be one of %v", in.State, reportStates)
 	case len(in.Message) > maxMessage:
 		return validationErr("message is %d bytes, at most %d allowed", len(in.Message), maxMessage)
+	case in.ExitCode != nil && in.State != fsm.JobExited:
+		return validationErr("exitCode goes with state exited, not %q", in.State)
 	}
 	req := fsm.AssignmentStatusRequest{
 		NodeID: param(c, "id"), AssignmentID: param(c, "aid"), Status: in.State, Message: in.Message, Now: s.now(),
+	}
+	if in.ExitCode != nil {
+		req.ExitCode = *in.ExitCode
 	}
 	res, err := s.apply(c.Request().Context(), fsm.AssignmentStatusType, req)
 	if err != nil {

@@ -267,7 +267,7 @@ func TestListForms(t *testing.T) {
 	if _, raw := e.do("GET", bundles, nil); json.Unmarshal(raw, &summaries) != nil || len(summaries) != 1 {
 		t.Fatalf("summaries: %s", raw)
 	}
-	want := api.BundleSummary{ID: "b1", Pool: "p1", Priority: "silver", EffectivePriority: "silver", State: summaries[0].State, Epoch: 1, Jobs: 1,
+	want := api.BundleSummary{ID: "b1", Pool: "p1", Priority: "silver", EffectivePriority: "silver", Kind: "resilient", State: summaries[0].State, Epoch: 1, Jobs: 1,
 		WantReplicas: 1, Replicas: []api.ReplicaSummary{{Role: "primary", State: "placed", Nodes: []string{"n1"},
 			Statuses: map[string]int{"assigned": 1}}}, Degradations: []string{},
 		CreateIndex: summaries[0].CreateIndex, ModifyIndex: summaries[0].ModifyIndex}

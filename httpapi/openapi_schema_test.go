@@ -29,7 +29,7 @@ var schemaTypes = []reflect.Type{
 	typ[api.GPUShare](), typ[api.Assignment](), typ[api.AssignmentStatus](),
 	typ[api.Launch](), typ[api.LegacyJob](), typ[api.RuntimeRequirement](), typ[api.Template](), typ[api.TemplateVersion](),
 	typ[api.Requirements](), typ[api.Affinity](), typ[api.Job](),
-	typ[api.Placement](), typ[api.Resilience](), typ[api.BundleSpec](),
+	typ[api.Placement](), typ[api.Resilience](), typ[api.RestartPolicy](), typ[api.BundleSpec](),
 	typ[api.JobPlacement](), typ[api.Replica](), typ[api.Degradation](), typ[api.NearestMiss](),
 	typ[api.Explain](), typ[api.Bundle](), typ[api.CreateResponse](), typ[api.ValidateResponse](),
 	typ[api.PlanResponse](), typ[api.Event](), typ[api.NodeService](),

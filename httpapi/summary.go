@@ -13,7 +13,7 @@ import (
 
 func bundleSummary(b *fsm.Bundle) api.BundleSummary {
 	out := api.BundleSummary{
-		ID: b.Spec.ID, Pool: b.Spec.Pool, Priority: b.Spec.Priority,
+		ID: b.Spec.ID, Pool: b.Spec.Pool, Priority: b.Spec.Priority, Kind: b.Spec.KindName(),
 		EffectivePriority: b.Spec.EffectivePriority(), State: b.State, Epoch: b.Epoch,
 		Jobs: len(b.Spec.Jobs), WantReplicas: b.Spec.Replicas(),
 		Replicas:     make([]api.ReplicaSummary, len(b.Replicas)),

@@ -42,7 +42,7 @@ func (d *deleter) pass(ctx context.Context) {
 func purgeReason(st *fsm.State, b *fsm.Bundle, now time.Time, timeout time.Duration) (string, bool) {
 	waiting := 0
 	for _, a := range st.BundleAssignments(b.ID()) {
-		if a.Status == fsm.JobStopped || a.Status == fsm.JobFailed {
+		if a.Status == fsm.JobStopped || a.Status == fsm.JobFailed || a.Status == fsm.JobExited {
 			continue
 		}
 		if n := st.Node(a.NodeID); n == nil || n.Status == fsm.NodeDown || n.Status == fsm.NodeLeft {

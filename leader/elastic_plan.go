@@ -223,7 +223,7 @@ func (pl *planner) fits(b *fsm.Bundle, probes []*fsm.Node) bool {
 		batch.Place(p)
 	}
 	res := batch.Place(b)
-	return res.PrimaryPlaced && (b.Spec.Replicas() < 2 || res.BackupPlaced)
+	return res.PrimaryPlaced && (b.Spec.Resilience == nil || res.BackupPlaced)
 }
 
 func (pl *planner) batch(probes []*fsm.Node) *scheduler.Batch {

@@ -33,11 +33,36 @@ func (t *timers) Run(ctx context.Context) {
 	}
 }
 
-// pass fires every startAt and stopAt due at the leader's clock.
+// pass fires every startAt and stopAt due at the leader's clock, and the
+// batch timers: restarts whose delay passed, finished bundles whose
+// ttlAfterFinished did.
 func (t *timers) pass(ctx context.Context) {
-	if req := dueTimers(t.l.store.State(), t.l.clock.Now().UnixNano()); req != nil {
+	st, now := t.l.store.State(), t.l.clock.Now().UnixNano()
+	if req := dueTimers(st, now); req != nil {
 		t.l.applyLogged(ctx, fsm.TimerType, req)
 	}
+	if req := dueBatch(st, now); req != nil {
+		t.l.applyLogged(ctx, fsm.BatchTimerType, req)
+	}
+}
+
+// dueBatch lists the batch jobs due for a restart and the finished batch
+// bundles due for deletion at now.
+func dueBatch(st *fsm.State, now int64) *fsm.BatchTimerRequest {
+	req := &fsm.BatchTimerRequest{Now: now}
+	for _, b := range st.Bundles("", "") {
+		if !b.Spec.IsBatch() {
+			continue
+		}
+		req.Restart = append(req.Restart, b.DueRestarts(now)...)
+		if b.Expired(now) {
+			req.Expire = append(req.Expire, b.ID())
+		}
+	}
+	if len(req.Restart) == 0 && len(req.Expire) == 0 {
+		return nil
+	}
+	return req
 }
 
 // dueTimers lists the bundles whose effective start or stop (startAt and

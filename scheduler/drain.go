@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+
 	"github.com/amserver/amserver/fsm"
 )
 
@@ -61,6 +63,14 @@ func (b *Batch) Drain(bundle *fsm.Bundle, node string) Result {
 // only once the primary is placed, so a primary that does not fit strands
 // every hit.
 func unmoved(bundle, after *fsm.Bundle, hit map[int][]string, res Result) (*fsm.Explain, bool) {
+	if bundle.Spec.IsService() {
+		for i := range hit {
+			if slices.Contains(res.Incomplete, bundle.Replicas[i].Slot) {
+				return res.Explain, true
+			}
+		}
+		return nil, false
+	}
 	if !res.PrimaryPlaced {
 		return res.Explain, true
 	}

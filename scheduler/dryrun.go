@@ -19,10 +19,7 @@ func (sn *Snapshot) DryRun(spec fsm.BundleSpec, seed uint64) (*fsm.Bundle, *fsm.
 	fsm.Normalize(&spec)
 	b := &fsm.Bundle{Spec: spec, Epoch: 1}
 	for slot := range spec.Replicas() {
-		r := fsm.Replica{Slot: slot, Role: fsm.RoleBackup}
-		if slot == 0 {
-			r.Role = fsm.RolePrimary
-		}
+		r := fsm.Replica{Slot: slot, Role: spec.RoleAt(slot)}
 		for _, j := range spec.Jobs {
 			r.Jobs = append(r.Jobs, fsm.JobPlacement{Name: j.Name})
 		}
@@ -49,6 +46,10 @@ func cloneSpec(s fsm.BundleSpec) fsm.BundleSpec {
 		r := *s.Resilience
 		s.Resilience = &r
 	}
+	if s.Restart != nil {
+		r := *s.Restart
+		s.Restart = &r
+	}
 	return s
 }
 
@@ -56,15 +57,11 @@ func cloneSpec(s fsm.BundleSpec) fsm.BundleSpec {
 func applyResult(b *fsm.Bundle, res Result) {
 	if u := res.Update; u != nil {
 		for _, p := range u.Place {
-			for i := range b.Replicas {
-				r := &b.Replicas[i]
-				if r.Slot != p.Slot {
-					continue
-				}
-				for j := range r.Jobs {
-					if r.Jobs[j].Name == p.Job {
-						r.Jobs[j] = fsm.JobPlacement{Name: p.Job, NodeID: p.Node, Grant: p.Grant, Status: fsm.JobAssigned}
-					}
+			// A dry run's replicas sit at their slots (no promotion yet).
+			r := &b.Replicas[p.Slot]
+			for j := range r.Jobs {
+				if r.Jobs[j].Name == p.Job {
+					r.Jobs[j] = fsm.JobPlacement{Name: p.Job, NodeID: p.Node, Grant: p.Grant, Status: fsm.JobAssigned}
 				}
 			}
 		}
@@ -78,6 +75,8 @@ func applyResult(b *fsm.Bundle, res Result) {
 		}
 	}
 	switch {
+	case b.Spec.IsService() && !res.PrimaryPlaced && len(res.Incomplete) < len(b.Replicas):
+		b.State = fsm.StateDegraded
 	case !res.PrimaryPlaced:
 		b.State = fsm.StateUnplaceable
 	case len(b.Degradations) > 0 || (len(b.Replicas) > 1 && !res.BackupPlaced):

@@ -49,7 +49,10 @@ type world struct {
 func genWorld(t *rapid.T) *world { return genWorldN(t, 1, 6) }
 
 // genWorldN draws a cluster of lo..hi nodes.
-func genWorldN(t *rapid.T, lo, hi int) *world {
+func genWorldN(t *rapid.T, lo, hi int) *world { return genWorldWith(t, lo, hi, nil) }
+
+// genWorldWith is genWorldN with the bundle's spec adjusted by edit.
+func genWorldWith(t *rapid.T, lo, hi int, edit func(*fsm.BundleSpec)) *world {
 	c := newCluster(t)
 	pool := fsm.Pool{Name: "p", Scoring: rapid.SampledFrom([]string{"binpack", "spread"}).Draw(t, "scoring")}
 	if rapid.IntRange(0, 3).Draw(t, "tiers") == 0 {
@@ -72,6 +75,9 @@ func genWorldN(t *rapid.T, lo, hi int) *world {
 		genExisting(t, c, fmt.Sprintf("e%d", i))
 	}
 	spec := genSpec(t, c, "b")
+	if edit != nil {
+		edit(&spec)
+	}
 	return &world{c: c, bundle: c.bundle(spec)}
 }
 

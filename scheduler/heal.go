@@ -17,6 +17,9 @@ import (
 func (b *Batch) Heal(bundle *fsm.Bundle) Result {
 	res := Result{BundleID: bundle.ID()}
 	spec := &bundle.Spec
+	if spec.IsService() {
+		return b.Place(bundle) // no backup to heal: complete what is missing
+	}
 	if bundle.Deleting || spec.Resilience == nil || len(bundle.Replicas) < 2 || !bundle.Replicas[0].Complete() {
 		return res
 	}

@@ -26,6 +26,8 @@ type Result struct {
 	BackupExplain *fsm.Explain
 	// BudgetExhausted is set when a search gave up on its budget.
 	BudgetExhausted bool
+	// Incomplete lists a service's replica slots left incomplete.
+	Incomplete []int
 	// Victims are the replicas a preemption evicts (Preempt only), in the
 	// order they were preferred.
 	Victims []Victim
@@ -39,6 +41,9 @@ type Result struct {
 func (b *Batch) Place(bundle *fsm.Bundle) Result {
 	if bundle.Deleting || len(bundle.Replicas) == 0 {
 		return Result{BundleID: bundle.ID()}
+	}
+	if bundle.Spec.IsService() {
+		return b.placeService(bundle)
 	}
 	res, places := b.fill(bundle)
 	if !res.PrimaryPlaced {
@@ -61,6 +66,9 @@ func (b *Batch) Place(bundle *fsm.Bundle) Result {
 // on the bundle as it will be once their releases and promotion apply, and
 // compose their own update around it.
 func (b *Batch) fill(bundle *fsm.Bundle) (Result, []fsm.Place) {
+	if bundle.Spec.IsService() {
+		return b.fillService(bundle)
+	}
 	res := Result{BundleID: bundle.ID()}
 	spec := &bundle.Spec
 	seed := derive(b.seed, hashString(bundle.ID()))

@@ -74,8 +74,8 @@ func (b *Batch) Preempt(bundle *fsm.Bundle) Result {
 // incomplete, else a missing backup of a resilient bundle.
 func preemptTarget(bundle *fsm.Bundle) (int, bool) {
 	switch {
-	case bundle.Deleting || len(bundle.Replicas) == 0:
-		return 0, false
+	case bundle.Deleting || len(bundle.Replicas) == 0 || bundle.Spec.Kind != "":
+		return 0, false // services and batches neither preempt nor are preempted
 	case !bundle.Replicas[0].Complete():
 		return 0, true
 	case bundle.Spec.Resilience != nil && len(bundle.Replicas) > 1 && !bundle.Replicas[1].Complete():

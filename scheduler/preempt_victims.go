@@ -156,7 +156,7 @@ func (p *preemption) candidates() []*Victim {
 // in a strictly lower band, or a primary while a backup is being placed.
 func (p *preemption) victimOf(id string, slot int) *Victim {
 	vb := p.b.snap.idx.view.Bundle(id)
-	if vb == nil || vb.Deleting || p.b.updated[id] || vb.Spec.EffectiveBand() <= p.band {
+	if vb == nil || vb.Deleting || p.b.updated[id] || vb.Spec.EffectiveBand() <= p.band || vb.Spec.Kind != "" {
 		return nil
 	}
 	i := slices.IndexFunc(vb.Replicas, func(r fsm.Replica) bool { return r.Slot == slot })

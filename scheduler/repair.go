@@ -139,6 +139,12 @@ func afterLoss(bundle *fsm.Bundle, gone func(string) bool, promote bool) *fsm.Bu
 // and the explanation is recorded.
 func moveUpdate(bundle *fsm.Bundle, res *Result, promote bool, release []fsm.SlotJob, places []fsm.Place, reason string) *fsm.BundleUpdate {
 	u := &fsm.BundleUpdate{BundleID: bundle.ID(), Promote: promote, Release: release, Place: places, Reason: reason}
+	if bundle.Spec.IsService() {
+		// A service's replicas are peers: what fits is placed, the rest
+		// stay missing with the explanation (fillService).
+		u.SetDegradations, u.Degradations, u.Explain = true, res.Degradations, res.Explain
+		return u
+	}
 	if res.PrimaryPlaced {
 		u.SetDegradations, u.Degradations = true, res.Degradations
 	} else {

@@ -38,6 +38,7 @@ func checkExpectation(t *testing.T, st *fsm.State, b *fsm.Bundle, r Result, e ex
 	checkLayout(fail, st, prim, e)
 	checkApart(fail, st, prim, back, e.BackupApart)
 	checkGrants(fail, b, e)
+	checkService(fail, st, b, e.Service)
 	if e.Moved != nil && (r.Update != nil && len(r.Update.Release) > 0) != *e.Moved {
 		fail("moved: want %v (update %+v)", *e.Moved, r.Update)
 	}

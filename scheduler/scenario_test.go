@@ -63,6 +63,7 @@ type expectation struct {
 	GrantCores    map[string]int      `json:"grantCores"`    // primary job → number of pinned cores
 	Moved         *bool               `json:"moved"`         // heal: the backup was moved
 	Explain       *explainExpect      `json:"explain"`
+	Service       *serviceExpect      `json:"service"`
 }
 
 type explainExpect struct {

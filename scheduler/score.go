@@ -78,6 +78,9 @@ func buildScorers(t *replicaTask, g *group, soft bool) []scorer {
 	if soft {
 		out = append(out, sameAzScorer{})
 	}
+	if t.spread != nil {
+		out = append(out, spreadScorer{})
+	}
 	return out
 }
 

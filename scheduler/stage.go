@@ -20,6 +20,8 @@ const (
 	StageSameAz       = "sameAz"
 	StageSeparateFrom = "separateFrom"
 	StageAntiAffinity = "antiAffinity"
+	StageMaxPerNode   = "maxPerNode"
+	StageMaxPerAz     = "maxPerAz"
 )
 
 // filter is one feasibility stage (Kubernetes framework style): a small
@@ -109,6 +111,9 @@ func buildChain(t *replicaTask, g *group, hardAZ bool) []filter {
 	}
 	if t.forbid.any() {
 		chain = append(chain, antiAffinityFilter{})
+	}
+	if t.spread.bounded() {
+		chain = append(chain, spreadFilter{})
 	}
 	return chain
 }

@@ -25,6 +25,10 @@ type Gang struct {
 	// Removed nodes are treated as gone (a drain or a what-if), counted as
 	// not placeable.
 	Removed []string
+	// Spread holds where a service's other replicas are: a soft preference
+	// for nodes and AZs with fewer of them, and the hard maxPerNode and
+	// maxPerAz bounds. Nil for other kinds.
+	Spread *Spread
 	// NoExplain skips the explanation of a failure, which costs a pass over
 	// the pool's nodes, for callers that will try something else anyway.
 	NoExplain bool
@@ -89,6 +93,7 @@ type replicaTask struct {
 	sameAz  string
 	forbid  forbidSet
 	removed []int32 // node positions treated as gone
+	spread  *Spread
 }
 
 // forbidSet is Forbid resolved for lookups: nodes by index position (a
@@ -127,7 +132,7 @@ func newTask(sn *Snapshot, g Gang) *replicaTask {
 	t := &replicaTask{
 		spec: g.Spec, slot: g.Slot, pool: pool, policy: fsm.ScoringBinpack,
 		sameAz: g.Spec.Placement.SameAz, forbid: newForbidSet(x, g.Forbid),
-		removed: positions(x, g.Removed),
+		removed: positions(x, g.Removed), spread: g.Spread,
 	}
 	if pool.cfg != nil && pool.cfg.Scoring == fsm.ScoringSpread {
 		t.policy = fsm.ScoringSpread
