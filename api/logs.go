@@ -19,10 +19,6 @@ const (
 	MaxLogTail = 100_000
 )
 
-// Error codes of the logs endpoint: the assignment's worker is not known,
-// publishes no log address, or cannot be reached (503 or 502).
-const CodeWorkerUnreachable = "workerUnreachable"
-
 // LogOptions selects what GET /v1/assignments/{id}/logs answers.
 type LogOptions struct {
 	// Follow keeps the answer open and sends output as it is written,

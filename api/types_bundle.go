@@ -134,6 +134,9 @@ type JobPlacement struct {
 	GPU    *GPUShare `json:"gpu,omitempty"`
 	GPUs   []int     `json:"gpus,omitempty"`
 	Status string    `json:"status,omitempty"`
+	// AssignmentID names the job's assignment on its node (set when
+	// placed): the id of GET /v1/assignments/{id}/logs.
+	AssignmentID string `json:"assignmentId,omitempty"`
 }
 
 // Replica is one copy of a bundle's jobs; Index 0 is the primary.

@@ -16,7 +16,7 @@ var (
 	// A replica's index is its position and its epoch the bundle's; a job's
 	// devices are read from its grant (the ledger slot and grant stay inside).
 	replicaPair   = convert.MustPair[api.Replica, fsm.Replica](convert.Skip("Index", "Epoch", "Jobs"))
-	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs"))
+	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs", "AssignmentID"))
 	gpuSharePair  = convert.MustPair[api.GPUShare, ledger.GPUShare]()
 )
 
@@ -78,6 +78,9 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 		for k := range r.Jobs {
 			placementPair.ToAPI(&rep.Jobs[k], &r.Jobs[k])
 			rep.Jobs[k].Cores, rep.Jobs[k].GPU, rep.Jobs[k].GPUs = grantDevices(r.Jobs[k].Grant)
+			if j := &r.Jobs[k]; j.Placed() {
+				rep.Jobs[k].AssignmentID = fsm.AssignmentID(b.ID(), r.Slot, j.Name, j.NodeID)
+			}
 		}
 	}
 	return out
