@@ -121,4 +121,3 @@ func workerError(node string, resp *http.Response) error {
 func workerUnreachable(status int, format string, args ...any) error {
 	return &httpError{status: status, code: api.CodeWorkerUnreachable, message: fmt.Sprintf(format, clipArgs(args)...)}
 }
-
