@@ -66,4 +66,3 @@ func TestLogsCommand(t *testing.T) {
 		})
 	}
 }
-
