@@ -171,6 +171,7 @@ func (d *DevCluster) startWorkers(ctx context.Context, cfg DevConfig, dataDir st
 		}
 		wc.Gossip = gossip.DefaultConfig()
 		wc.Gossip.BindAddr, wc.Gossip.BindPort = host, 0
+		wc.HTTPAddr = net.JoinHostPort(host, "0") // its assignments' logs
 		w, err := worker.New(wc)
 		if err != nil {
 			return err

@@ -36,6 +36,11 @@ const (
 	CodeTemplateRuntimeAmbiguous = "templateRuntimeAmbiguous"
 	CodeInvalidComposeFile       = "invalidComposeFile"
 	CodeInvalidTemplateName      = "invalidTemplateName"
+
+	// CodeWorkerUnreachable (GET /v1/assignments/{id}/logs): the
+	// assignment's worker is not known, publishes no log address (503), or
+	// does not answer (502).
+	CodeWorkerUnreachable = "workerUnreachable"
 )
 
 // Static validation finding codes (DESIGN §3.8).

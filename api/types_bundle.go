@@ -185,6 +185,9 @@ type JobPlacement struct {
 	// was restarted.
 	ExitCode *int `json:"exitCode,omitempty"`
 	Attempts int  `json:"attempts,omitempty"`
+	// AssignmentID names the job's assignment on its node (set when
+	// placed): the id of GET /v1/assignments/{id}/logs.
+	AssignmentID string `json:"assignmentId,omitempty"`
 }
 
 // Replica is one copy of a bundle's jobs; Index 0 is the primary.

@@ -180,6 +180,12 @@ func replicaState(r *Replica) string {
 	return StatePending
 }
 
+// AssignmentID is the id of the assignment of job of a bundle's replica
+// slot on node: what the API shows as a placement's assignmentId.
+func AssignmentID(bundle string, slot int, job, node string) string {
+	return assignmentID(ledger.Key{Bundle: bundle, Replica: slot, Job: job}, node)
+}
+
 func assignmentID(k ledger.Key, node string) string {
 	return fmt.Sprintf("%s:%d:%s@%s", k.Bundle, k.Replica, k.Job, node)
 }

@@ -16,7 +16,7 @@ var (
 	// A replica's index is its position and its epoch the bundle's; a job's
 	// devices are read from its grant (the ledger slot and grant stay inside).
 	replicaPair   = convert.MustPair[api.Replica, fsm.Replica](convert.Skip("Index", "Epoch", "Jobs"))
-	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs", "ExitCode"))
+	placementPair = convert.MustPair[api.JobPlacement, fsm.JobPlacement](convert.Skip("Grant", "Cores", "GPU", "GPUs", "ExitCode", "AssignmentID"))
 	gpuSharePair  = convert.MustPair[api.GPUShare, ledger.GPUShare]()
 )
 
@@ -82,6 +82,9 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 			if r.Jobs[k].Status == fsm.JobExited || r.Jobs[k].ExitCode != 0 {
 				code := r.Jobs[k].ExitCode
 				rep.Jobs[k].ExitCode = &code
+			}
+			if j := &r.Jobs[k]; j.Placed() {
+				rep.Jobs[k].AssignmentID = fsm.AssignmentID(b.ID(), r.Slot, j.Name, j.NodeID)
 			}
 		}
 	}

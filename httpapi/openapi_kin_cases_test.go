@@ -41,6 +41,9 @@ func kinClusterCases() []kinCase {
 		{method: "PATCH", path: "/v1/bundles/b1", body: "{}", status: 405},
 		get("/v1/events?index=0", 200),
 		get("/v1/events?index=x", 400),
+		get("/v1/assignments/b1:0:enc@n1/logs?tail=10&stream=stdout", 200),
+		get("/v1/assignments/b1:0:enc@n1/logs?tail=-1", 400),
+		get("/v1/assignments/ghost/logs", 404),
 	}
 }
 

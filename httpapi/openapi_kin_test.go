@@ -271,8 +271,9 @@ var kinUI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 func kinEnvs(t *testing.T) map[string]*env {
 	t.Helper()
 	lead := badInputEnv(t, func(c *Config) { c.UI = kinUI })
+	fw := newFakeWorker(t)
 	lead.b.set(func(b *testBackend) {
-		b.members = []gossip.Member{reporting("s1", gossip.StatusAlive)}
+		b.members = []gossip.Member{reporting("s1", gossip.StatusAlive), workerMember("n1", fw.hs.URL, gossip.StatusAlive)}
 	})
 	lead.b.mustApply(t, fsm.KeyringType, fsm.KeyringRequest{Op: fsm.KeyringInstall, Key: gkey(1)})
 	noLeader := newEnv(t, newTestBackend("s3"), withTestUI)

@@ -273,6 +273,7 @@ var routeSpecs = map[string]opSpec{
 	"GET /v1/services/{id}":                      {ok: answers("200", typ[api.NodeService]())},
 	"PUT /v1/services/{id}":                      {req: typ[api.NodeService](), ok: answers("200", typ[api.NodeService]())},
 	"DELETE /v1/services/{id}":                   {ok: answers("204", nil)},
+	"GET /v1/assignments/{id}/logs":              {ok: answers("200", nil)},              // the workload's text
 	"GET /v1/events":                             {ok: answers("200", typ[api.Event]())}, // per NDJSON line
 	"GET /v1/operator/snapshot":                  {ok: answers("200", nil)},
 	"PUT /v1/operator/snapshot":                  {binary: true, ok: answers("204", nil)},

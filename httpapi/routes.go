@@ -82,6 +82,8 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(del, "/v1/services/:id", s.deleteService, writer, write)
 
 	s.handle(get, "/v1/events", s.streamEvents, reader, read)
+	// Local: proxied to the assignment's worker from this server's state.
+	s.handle(get, "/v1/assignments/:id/logs", s.getAssignmentLogs, reader)
 	s.templateRoutes()
 	s.operatorRoutes(snapshotLimit)
 }

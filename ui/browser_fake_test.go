@@ -24,7 +24,41 @@ const fakeToken = "s3cret-token"
 type fakeAPI struct {
 	mu           sync.Mutex
 	eventIndexes []string // the ?index= of every authorised events request
+	logQueries   []string // the query of every logs request
 	failNodes    atomic.Bool
+	moreLogs     chan struct{} // closed: a follower gets one more line
+}
+
+// fakeBundle is b-1, placed: its primary's job enc on n-1.
+func fakeBundle() api.Bundle {
+	return api.Bundle{BundleSpec: api.BundleSpec{ID: "b-1", Pool: "default", Jobs: []api.Job{{Name: "enc"}}},
+		State: api.StatePlaced, Replicas: []api.Replica{{Index: 0, Role: api.RolePrimary, State: api.StatePlaced,
+			Jobs: []api.JobPlacement{{Name: "enc", NodeID: "n-1", Status: api.JobRunning, AssignmentID: "b-1:0:enc@n-1"}}}}}
+}
+
+// logs answers the job's output in pieces; a follower gets a line that
+// looks like HTML once moreLogs is closed, then waits for the caller.
+func (f *fakeAPI) logs(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.logQueries = append(f.logQueries, r.URL.RawQuery)
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	rc := http.NewResponseController(w)
+	_, _ = w.Write([]byte("line " + r.URL.Query().Get("stream") + " 1\nline 2"))
+	_ = rc.Flush()
+	_, _ = w.Write([]byte("\n"))
+	if r.URL.Query().Get("follow") != "true" {
+		return
+	}
+	_ = rc.Flush()
+	select {
+	case <-f.moreLogs:
+		_, _ = w.Write([]byte("<img src=x onerror=window.__logxss=1>\n"))
+		_ = rc.Flush()
+	case <-r.Context().Done():
+		return
+	}
+	<-r.Context().Done()
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +83,10 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []any{})
 	case "/v1/members", "/v1/bundles":
 		writeJSON(w, http.StatusOK, []any{})
+	case "/v1/bundles/b-1":
+		writeJSON(w, http.StatusOK, fakeBundle())
+	case "/v1/assignments/b-1:0:enc@n-1/logs":
+		f.logs(w, r)
 	case "/v1/events":
 		f.events(w, r)
 	default:
@@ -92,7 +130,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // an API error is shown with its code and message.
 func TestBrowserTokenFeedAndErrors(t *testing.T) {
 	b := newBrowser(t)
-	fake := &fakeAPI{}
+	fake := &fakeAPI{moreLogs: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", fake)
 	mux.Handle("/ui/", http.StripPrefix("/ui", ui.Handler()))
@@ -125,6 +163,29 @@ func TestBrowserTokenFeedAndErrors(t *testing.T) {
 			t.Fatalf("authorised event requests asked for indexes %v, want 0 then 7", got)
 		}
 		b.shot(t, "events-fake")
+	})
+
+	t.Run("the bundle page shows a job's logs and follows them", func(t *testing.T) {
+		b.open(t, srv.URL+"/ui/#/bundles/b-1")
+		b.waitJS(t, "the primary's job offered", `document.querySelector('#logs-job')?.value === 'b-1:0:enc@n-1'`)
+		b.waitJS(t, "its output", `document.querySelector('#bundle-logs').textContent === 'line stdout 1\nline 2\n'`)
+		eval[bool](t, b, `(() => { const s = document.querySelector('#logs-stream'); s.value = 'stderr'; return s.dispatchEvent(new Event('change')); })()`)
+		b.waitJS(t, "the stderr output", `document.querySelector('#bundle-logs').textContent.startsWith('line stderr 1')`)
+		b.click(t, "#logs-follow")
+		b.waitJS(t, "following", `document.querySelector('#logs-state').textContent === 'following…' &&
+			document.querySelector('#bundle-logs').textContent === 'line stderr 1\nline 2\n'`)
+		close(fake.moreLogs)
+		b.waitJS(t, "the line written later, as text", `document.querySelector('#bundle-logs').textContent.endsWith('<img src=x onerror=window.__logxss=1>\n')`)
+		if eval[bool](t, b, `window.__logxss === 1 || document.querySelector('#bundle-logs img') !== null`) {
+			t.Fatal("log output was rendered as HTML")
+		}
+		fake.mu.Lock()
+		got := slices.Clone(fake.logQueries)
+		fake.mu.Unlock()
+		if !slices.Contains(got, "follow=true&stream=stderr&tail=200") && !slices.Contains(got, "stream=stderr&tail=200&follow=true") {
+			t.Fatalf("logs queries %v: no follow of stderr with the default tail", got)
+		}
+		b.shot(t, "bundle-logs")
 	})
 
 	t.Run("API errors are shown", func(t *testing.T) {

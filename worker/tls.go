@@ -44,7 +44,12 @@ func (w *Worker) ReloadTLS() error {
 // newClient is an API client for one server address. With TLS a bare
 // host:port means https (a --servers flag); gossip already says https.
 func (w *Worker) newClient(addr string) (*api.Client, error) {
-	opts := []api.Option{api.WithToken(w.cfg.Token)}
+	return w.clientAs(addr, w.cfg.Token)
+}
+
+// clientAs is newClient with another token (a logs caller's, to check).
+func (w *Worker) clientAs(addr, token string) (*api.Client, error) {
+	opts := []api.Option{api.WithToken(token)}
 	switch {
 	case w.cfg.HTTPClient != nil:
 		opts = append(opts, api.WithHTTPClient(w.cfg.HTTPClient))

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -44,6 +45,12 @@ type Config struct {
 	// HTTPClient, when set, carries every call to the servers instead of a
 	// client built from TLS (the in-process simulation's in-memory network).
 	HTTPClient *http.Client
+	// HTTPAddr is where the worker serves its assignments' logs (GET
+	// /v1/assignments/{id}/logs); empty serves nothing. HTTPAdvertise is
+	// the host:port servers reach it at (default: the listener's, with the
+	// gossip advertise address for an unspecified host); gossip publishes it.
+	HTTPAddr      string
+	HTTPAdvertise string
 }
 
 // Worker joins gossip with its failure-domain labels, registers its
@@ -54,6 +61,11 @@ type Worker struct {
 	gossip *gossip.Gossip
 	https  *http.Client // nil: plain HTTP; shared so connections are reused
 	tls    *certs.TLS   // what https presents and trusts; nil without TLS
+	// The log endpoint's listener and published URL; nil and "" without
+	// Config.HTTPAddr. checkToken decides who may read logs (checkReader).
+	httpLn     net.Listener
+	httpURL    string
+	checkToken func(ctx context.Context, token string) error
 
 	mu      sync.Mutex
 	server  int // index into servers() of the server in use
@@ -84,17 +96,25 @@ func New(cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	w := &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), https: hc, tls: tc}
+	w.checkToken = w.checkReader
+	if cfg.HTTPAddr != "" {
+		if w.httpURL, err = w.listenLogs(); err != nil {
+			return nil, err
+		}
+	}
 	gc := cfg.Gossip
 	gc.NodeName = cfg.NodeID
-	gc.Meta = gossip.Meta{Role: gossip.RoleWorker, Pool: cfg.Inventory.Pool, AZ: cfg.AZ, Cloud: cfg.Cloud}
+	gc.Meta = gossip.Meta{Role: gossip.RoleWorker, HTTPAddr: w.httpURL, Pool: cfg.Inventory.Pool, AZ: cfg.AZ, Cloud: cfg.Cloud}
 	if gc.Logger == nil {
 		gc.Logger = cfg.Logger
 	}
-	g, err := gossip.New(gc)
-	if err != nil {
+	if w.gossip, err = gossip.New(gc); err != nil {
+		if w.httpLn != nil {
+			_ = w.httpLn.Close()
+		}
 		return nil, fmt.Errorf("worker gossip: %w", err)
 	}
-	w := &Worker{cfg: cfg, logger: cfg.Logger.With("worker", cfg.NodeID), gossip: g, https: hc, tls: tc}
 	if d, ok := cfg.Driver.(interface{ useTemplates(TemplateSource) }); ok {
 		d.useTemplates(w)
 	}
@@ -131,6 +151,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer w.wg.Done()
 		w.followKeyring(ctx)
 	}()
+	if w.httpLn != nil {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.serveHTTP(ctx)
+		}()
+	}
 	if events := w.cfg.Driver.Events(); events != nil {
 		w.wg.Add(1)
 		go func() {
@@ -181,6 +208,9 @@ func (w *Worker) markStopped() bool {
 func (w *Worker) stop(ctx context.Context) error {
 	if w.cancel != nil {
 		w.cancel()
+	}
+	if w.httpLn != nil {
+		_ = w.httpLn.Close() // Serve closes it too; this covers a worker never started
 	}
 	err := w.gossip.Shutdown()
 	done := make(chan struct{})

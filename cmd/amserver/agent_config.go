@@ -93,8 +93,13 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, err
 	}
+	httpHost, httpPort, err := splitAddr(f.httpAddr, f.bind, agent.DefaultWorkerHTTPPort)
+	if err != nil {
+		return worker.Config{}, fmt.Errorf("--http-addr: %w", err)
+	}
 	return worker.Config{
-		NodeID: id, Inventory: inv, AZ: f.az, Cloud: f.cloud, Driver: driver,
+		HTTPAddr: net.JoinHostPort(httpHost, strconv.Itoa(httpPort)),
+		NodeID:   id, Inventory: inv, AZ: f.az, Cloud: f.cloud, Driver: driver,
 		Servers: f.servers, Token: os.Getenv("AMSERVER_TOKEN"), Join: f.join, Gossip: gc, Logger: logger,
 		TLS: f.security.tlsFiles(),
 	}, nil

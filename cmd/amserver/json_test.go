@@ -27,8 +27,9 @@ type jsonCase struct {
 }
 
 // notJSON are the commands --json does not apply to: long-running
-// processes, scripts and help.
-var notJSON = []string{"agent", "dev", "completion", "help"}
+// processes, scripts and help, and logs, which prints the workload's own
+// text (TestLogsCommand).
+var notJSON = []string{"agent", "dev", "completion", "help", "logs"}
 
 // jsonElsewhere are commands whose --json output another test checks (the
 // dev cluster runs without ACLs): TestACLJSON.

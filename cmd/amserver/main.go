@@ -100,7 +100,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.AddCommand(newAgentCmd(), newDevCmd(),
 		newBundleCmd(a), newNodeCmd(a), newPoolCmd(a), newServiceCmd(a),
 		newMembersCmd(a), newStatusCmd(a), newOperatorCmd(a), newEventsCmd(a), newACLCmd(a),
-		newKeyringCmd(a), newKeygenCmd(a), newTLSCmd(a), newTemplateCmd(a))
+		newKeyringCmd(a), newKeygenCmd(a), newTLSCmd(a), newTemplateCmd(a), newLogsCmd(a))
 	// Create cobra's help and completion commands now (Execute would do it
 	// later) so that the walk below also covers their argument checks.
 	root.InitDefaultHelpCmd()

@@ -9,7 +9,7 @@ import (
 // nil Join joins through every server; a Gossip without BindAddr becomes
 // LoopbackGossip. Servers stays as given: a worker without any finds the
 // servers' HTTP addresses through gossip. Workers need gossip, so a TCP
-// cluster.
+// cluster. A worker without HTTPAddr serves its logs on a loopback port.
 func (c *Cluster) StartWorker(wc worker.Config) *worker.Worker {
 	c.t.Helper()
 	if !c.opts.tcp {
@@ -17,6 +17,9 @@ func (c *Cluster) StartWorker(wc worker.Config) *worker.Worker {
 	}
 	if wc.Gossip.BindAddr == "" {
 		wc.Gossip = LoopbackGossip()
+	}
+	if wc.HTTPAddr == "" {
+		wc.HTTPAddr = "127.0.0.1:0"
 	}
 	if wc.Join == nil {
 		wc.Join = c.gossipAddrs()

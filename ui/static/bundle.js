@@ -1,8 +1,9 @@
 // One bundle: its replicas and where each job runs (node, AZ, cores, GPU,
 // status), why it is degraded or unplaceable (its degradations and the
-// placer's explanation), its tags and a delete action. It follows the
-// bundle with a blocking query.
+// placer's explanation), its tags, a delete action, and the logs of a
+// chosen job (logs.js). It follows the bundle with a blocking query.
 import { api, attempt, h, badge, chip, num, ago, idLink, statusKind, confirmAction, watch, withQuery } from './app.js';
+import { logsPanel } from './logs.js';
 
 export const title = 'Bundle';
 
@@ -93,9 +94,12 @@ async function azOf(b) {
 
 export function mount(root, id) {
   const body = h('div', { id: 'bundle-page' }, h('p', { class: 'muted' }, 'Loading…'));
-  root.append(h('p', { class: 'crumbs' }, h('a', { href: '#/bundles' }, 'Bundles'), ` / ${id}`), body);
+  // The logs panel lives beside the part each change redraws, so a
+  // follow goes on while the bundle changes.
+  const logs = logsPanel();
+  root.append(h('p', { class: 'crumbs' }, h('a', { href: '#/bundles' }, 'Bundles'), ` / ${id}`), body, logs.panel);
   let zones = {};
-  return watch('Bundle', `/v1/bundles/${encodeURIComponent(id)}`, async ({ body: b }) => {
+  const stop = watch('Bundle', `/v1/bundles/${encodeURIComponent(id)}`, async ({ body: b }) => {
     try {
       zones = await azOf(b);
     } catch {
@@ -106,8 +110,13 @@ export function mount(root, id) {
       (b.replicas || []).length ? null : h('p', { class: 'muted' }, 'No replica is placed yet.'),
       degradations(b),
       b.explain ? explainBlock(b.explain) : null].flat().filter(Boolean));
+    logs.update(b);
   }, {
     onError: (e) => body.replaceChildren(h('p', { class: 'empty', id: 'bundle-missing' },
       e.code === 'notFound' ? `Bundle ${id} does not exist (or was deleted).` : `Could not load bundle ${id}: ${e.message}`)),
   });
+  return () => {
+    stop();
+    logs.stop();
+  };
 }

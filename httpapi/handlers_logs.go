@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/gossip"
+)
+
+// getAssignmentLogs proxies GET /v1/assignments/{id}/logs to the worker
+// that runs the assignment (DESIGN §7). It is a local route: any server
+// finds the assignment's node in its own state and streams the worker's
+// answer as it comes, never holding the whole body; the caller leaving
+// (or this server stopping) cancels the request to the worker. The
+// caller's token travels along, and the worker asks a server whether it
+// may read, so the worker needs no trust in the server that calls it.
+func (s *Server) getAssignmentLogs(c echo.Context) error {
+	opts, err := api.ParseLogOptions(c.QueryParams())
+	if err != nil {
+		return badRequest("%s", err.Error())
+	}
+	id := param(c, "id")
+	st := s.b.State()
+	a := st.Assignment(id)
+	if a == nil {
+		return notFound("assignment %q not found", id)
+	}
+	base, err := s.workerHTTP(a.NodeID)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(c.Request().Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stopping:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	u := base + "/v1/assignments/" + url.PathEscape(id) + "/logs?" + opts.Values().Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return workerUnreachable(http.StatusBadGateway, "node %q publishes a bad log address: %v", a.NodeID, err)
+	}
+	if tok := requestSecret(c.Request()); tok != "" {
+		req.Header.Set(api.HeaderToken, tok)
+	}
+	resp, err := s.fwd.Do(req)
+	if err != nil {
+		return workerUnreachable(http.StatusBadGateway, "node %q does not answer: %v", a.NodeID, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return workerError(a.NodeID, resp)
+	}
+	setIndex(c, st.Index(tableAssignments))
+	return streamText(c, resp.Body)
+}
+
+// workerHTTP is the log address a node's worker publishes in gossip.
+func (s *Server) workerHTTP(node string) (string, error) {
+	for _, m := range s.b.Members() {
+		if m.Name != node || m.Meta.Role != gossip.RoleWorker {
+			continue
+		}
+		if m.Status != gossip.StatusAlive {
+			return "", workerUnreachable(http.StatusServiceUnavailable, "node %q is %s", node, m.Status)
+		}
+		if m.Meta.HTTPAddr == "" {
+			return "", workerUnreachable(http.StatusServiceUnavailable, "the worker of node %q serves no logs (it runs without an HTTP address)", node)
+		}
+		return m.Meta.HTTPAddr, nil
+	}
+	return "", workerUnreachable(http.StatusServiceUnavailable, "node %q has no worker in this server's gossip view", node)
+}
+
+// streamText copies the worker's answer as it arrives, flushing each
+// piece, until the worker ends it or the caller leaves.
+func streamText(c echo.Context, body io.Reader) error {
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return nil // the caller left
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return nil // the worker ended the answer (or went away mid-stream: nothing is left to tell the caller)
+		}
+	}
+}
+
+// workerError relays a worker's error answer (the same error body as
+// ours) with its status; anything else is a bad gateway.
+func workerError(node string, resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body api.ErrorBody
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&body); err == nil && body.Error != nil && body.Error.Code != "" {
+		return &httpError{status: resp.StatusCode, code: body.Error.Code, message: fmt.Sprintf("node %s: %s", node, body.Error.Message)}
+	}
+	return workerUnreachable(http.StatusBadGateway, "node %q answered %d", node, resp.StatusCode)
+}
+
+func workerUnreachable(status int, format string, args ...any) error {
+	return &httpError{status: status, code: api.CodeWorkerUnreachable, message: fmt.Sprintf(format, clipArgs(args)...)}
+}

@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/gossip"
+)
+
+// fakeWorker answers the worker's log route: the query and the token it
+// got, then (with follow) a second line once release is closed; left is
+// closed when the request to it ends.
+type fakeWorker struct {
+	hs      *httptest.Server
+	release chan struct{}
+	left    chan struct{}
+}
+
+func newFakeWorker(t *testing.T) *fakeWorker {
+	t.Helper()
+	f := &fakeWorker{release: make(chan struct{}), left: make(chan struct{}, 16)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/assignments/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
+		defer func() { f.left <- struct{}{} }()
+		switch r.Header.Get(api.HeaderToken) {
+		case "denied":
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: &api.Error{Code: api.CodeForbidden, Message: "no"}})
+			return
+		case "garbage":
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, "<html>oops</html>")
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, r.PathValue("id")+" "+r.URL.RawQuery+" token="+r.Header.Get(api.HeaderToken)+"\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Query().Get("follow") != "true" {
+			return
+		}
+		select {
+		case <-f.release:
+			_, _ = io.WriteString(w, "later\n")
+		case <-r.Context().Done():
+		}
+	})
+	f.hs = httptest.NewServer(mux)
+	t.Cleanup(f.hs.Close)
+	return f
+}
+
+func workerMember(name, addr string, status gossip.Status) gossip.Member {
+	return gossip.Member{Name: name, Status: status, Meta: gossip.Meta{Role: gossip.RoleWorker, HTTPAddr: addr}}
+}
+
+func logsGet(t *testing.T, e *env, path, token string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx(t), http.MethodGet, e.hs.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set(api.HeaderToken, token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+const logsOfB1 = "/v1/assignments/b1:0:enc@n1/logs"
+
+// TestAssignmentLogsProxy: the server finds the assignment's worker in
+// gossip, passes the query and the caller's token, and answers with the
+// worker's text; each failure has its status and code.
+func TestAssignmentLogsProxy(t *testing.T) {
+	fw := newFakeWorker(t)
+	cases := []struct {
+		name, path, token string
+		members           []gossip.Member
+		status            int
+		code, body        string
+	}{
+		{"served", logsOfB1 + "?tail=3&stream=stderr", "tok", []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)},
+			200, "", "b1:0:enc@n1 stream=stderr&tail=3 token=tok\n"},
+		{"unknown assignment", "/v1/assignments/b9:0:enc@n1/logs", "", nil, 404, api.CodeNotFound, ""},
+		{"bad tail", logsOfB1 + "?tail=x", "", nil, 400, api.CodeBadRequest, ""},
+		{"bad stream", logsOfB1 + "?stream=all", "", nil, 400, api.CodeBadRequest, ""},
+		{"no worker in gossip", logsOfB1, "", nil, 503, api.CodeWorkerUnreachable, ""},
+		{"worker dead", logsOfB1, "", []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusDead)}, 503, api.CodeWorkerUnreachable, ""},
+		{"no log address", logsOfB1, "", []gossip.Member{workerMember("n1", "", gossip.StatusAlive)}, 503, api.CodeWorkerUnreachable, ""},
+		{"worker refuses", logsOfB1, "", []gossip.Member{workerMember("n1", "http://127.0.0.1:1", gossip.StatusAlive)}, 502, api.CodeWorkerUnreachable, ""},
+		{"worker's error relayed", logsOfB1, "denied", []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)}, 403, api.CodeForbidden, ""},
+		{"worker's garbage", logsOfB1, "garbage", []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)}, 502, api.CodeWorkerUnreachable, ""},
+	}
+	e := badInputEnv(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e.b.set(func(b *testBackend) { b.members = tc.members })
+			resp, body := logsGet(t, e, tc.path, tc.token)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.code != "" {
+				var eb api.ErrorBody
+				if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error.Code != tc.code {
+					t.Fatalf("body %s, want code %s", body, tc.code)
+				}
+				return
+			}
+			if body != tc.body || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+				t.Fatalf("body %q (%s), want %q", body, resp.Header.Get("Content-Type"), tc.body)
+			}
+		})
+	}
+}
+
+// TestAssignmentLogsStreams: a follower gets the worker's first line before
+// the worker sends the next (nothing is buffered), and leaving ends the
+// request to the worker.
+func TestAssignmentLogsStreams(t *testing.T) {
+	fw := newFakeWorker(t)
+	e := badInputEnv(t)
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)} })
+
+	body, err := e.c.AssignmentLogs(ctx(t), "b1:0:enc@n1", api.LogOptions{Follow: true, Tail: api.TailAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewReader(body)
+	if l, err := lines.ReadString('\n'); err != nil || !strings.HasPrefix(l, "b1:0:enc@n1 follow=true") {
+		t.Fatalf("first line %q, %v", l, err)
+	}
+	close(fw.release)
+	if l, err := lines.ReadString('\n'); err != nil || l != "later\n" {
+		t.Fatalf("second line %q, %v", l, err)
+	}
+	_ = body.Close()
+	<-fw.left
+
+	fw2 := newFakeWorker(t)
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw2.hs.URL, gossip.StatusAlive)} })
+	body, err = e.c.AssignmentLogs(ctx(t), "b1:0:enc@n1", api.LogOptions{Follow: true, Tail: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	_ = body.Close() // the caller leaves before the worker's next line
+	<-fw2.left       // the worker's request ended with it
+}
+
+// TestBundleShowsAssignmentIDs: a placed job names its assignment, the id
+// the logs route takes; an unplaced one names none.
+func TestBundleShowsAssignmentIDs(t *testing.T) {
+	e := badInputEnv(t)
+	b, _, err := e.c.Bundle(ctx(t), "b1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Replicas[0].Jobs[0].AssignmentID; got != "b1:0:enc@n1" || e.b.State().Assignment(got) == nil {
+		t.Fatalf("assignmentId %q", got)
+	}
+	if len(b.Replicas) > 1 && b.Replicas[1].Jobs[0].NodeID == "" && b.Replicas[1].Jobs[0].AssignmentID != "" {
+		t.Fatalf("unplaced job names %q", b.Replicas[1].Jobs[0].AssignmentID)
+	}
+}
