@@ -55,7 +55,7 @@ if [ "$1" = run ]; then
   while [ -f "$dir/hold" ]; do sleep 0.1; done
   exec timeout -k 5 -s TERM 300 "$bin" agent --worker --node-id "$node" --pool "$AMSERVER_PROVISION_POOL" \
     --capacity "$AMSERVER_PROVISION_CAPACITY" --cores "$AMSERVER_PROVISION_CORES" \
-    --bind 127.0.0.1 --gossip-addr 127.0.0.1:0 --data-dir "$dir/$node" --log-level warn $args
+    --bind 127.0.0.1 --gossip-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --data-dir "$dir/$node" --log-level warn $args
 fi
 echo "$AMSERVER_PROVISION_OP $id $node $AMSERVER_PROVISION_INSTANCE_TYPE" >> "$dir/calls.log"
 if [ "$AMSERVER_PROVISION_OP" = delete ]; then

@@ -146,6 +146,9 @@ func (a *app) describe(err error) string {
 		return fmt.Sprintf("timed out after %s (see --timeout)", a.timeout)
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
+	case errors.As(err, &op) && op.Op == "listen":
+		// The agent's own listener, not a client call: say which address.
+		return fmt.Sprintf("cannot listen on %s: %v (another process holds it? choose another with the matching --*-addr flag)", op.Addr, op.Err)
 	case errors.As(err, &op):
 		return fmt.Sprintf("cannot reach the server at %s: %v", a.serverAddr, op.Err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -141,5 +143,23 @@ func TestTimeout(t *testing.T) {
 	r = runCLI(t, f.srv.URL, "", "bundle", "plan", file)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "does not implement that yet") {
 		t.Errorf("exit %d: %q", r.code, r.stderr)
+	}
+}
+
+// TestListenTaken: an agent whose listen address is taken says which
+// address, not that a server is unreachable.
+func TestListenTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	_, err = net.Listen("tcp", l.Addr().String())
+	if err == nil {
+		t.Fatal("second listen on one address succeeded")
+	}
+	got := (&app{}).describe(fmt.Errorf("worker: %w", err))
+	if !strings.Contains(got, "cannot listen on "+l.Addr().String()) || strings.Contains(got, "cannot reach the server") {
+		t.Errorf("describe = %q", got)
 	}
 }
