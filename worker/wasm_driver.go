@@ -74,10 +74,11 @@ func newWasmDriver(cfg RuntimeConfig, templates *templateCache, events chan Task
 }
 
 // memoryPages is the module's memory limit in 64 KiB pages (16 per MiB):
-// the job's memoryLimitMiB, else the driver's default, and never above
-// wasm32's 4 GiB address space (65,536 pages).
+// the job's memoryLimitMiB; without one, the driver's default or the
+// job's reserved memoryMiB if that is more (what it reserved it may use);
+// never above wasm32's 4 GiB address space (65,536 pages).
 func (d *WasmDriver) memoryPages(a api.Assignment) uint32 {
-	mib := int64(d.memoryMiB)
+	mib := max(int64(d.memoryMiB), a.MemoryMiB)
 	if a.MemoryLimitMiB > 0 {
 		mib = a.MemoryLimitMiB
 	}

@@ -132,16 +132,16 @@ func (f *flakySource) TemplateArchive(ctx context.Context, name, digest string) 
 	return f.fakeTemplates.TemplateArchive(ctx, name, digest)
 }
 
-// TestWasmMemoryPages: a job's limit, else the driver's default, in 64 KiB
-// pages, capped at wasm32's 4 GiB.
+// TestWasmMemoryPages: a job's limit, else the larger of the driver's
+// default and the job's request, in 64 KiB pages, capped at wasm32's 4 GiB.
 func TestWasmMemoryPages(t *testing.T) {
 	d := &WasmDriver{memoryMiB: 64}
 	for _, tc := range []struct {
-		limit int64
-		want  uint32
-	}{{0, 1024}, {1, 16}, {256, 4096}, {4096, 65536}, {1 << 30, 65536}} {
-		if got := d.memoryPages(api.Assignment{MemoryLimitMiB: tc.limit}); got != tc.want {
-			t.Errorf("limit %d MiB: %d pages, want %d", tc.limit, got, tc.want)
+		request, limit int64
+		want           uint32
+	}{{0, 0, 1024}, {32, 0, 1024}, {128, 0, 2048}, {0, 1, 16}, {512, 256, 4096}, {0, 4096, 65536}, {0, 1 << 30, 65536}, {1 << 30, 0, 65536}} {
+		if got := d.memoryPages(api.Assignment{MemoryMiB: tc.request, MemoryLimitMiB: tc.limit}); got != tc.want {
+			t.Errorf("request %d, limit %d MiB: %d pages, want %d", tc.request, tc.limit, got, tc.want)
 		}
 	}
 }
