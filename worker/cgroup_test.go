@@ -140,3 +140,35 @@ func TestExecMemoryLimit(t *testing.T) {
 		t.Fatalf("the child is not in its cgroup: %s %v", cg, err)
 	}
 }
+
+// TestExecCgroupRefused: when the kernel refuses the task's cgroup (here a
+// directory that is no cgroup at all), the job runs unlimited and the
+// worker says once why its limit is not enforced.
+func TestExecCgroupRefused(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	d, err := NewExecDriver(filepath.Join(t.TempDir(), "tasks"), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stopGrace = 2 * time.Second
+	t.Cleanup(func() { _ = d.StopAll(context.Background()) })
+	memory := "memory"
+	d.limiter = newMemLimiter(fakeCgroupRoot(t, true, &memory), "0::/w", logger)
+	if d.limiter.base == "" {
+		t.Fatalf("the fake cgroup was not taken: %s", d.limiter.reason)
+	}
+	for _, b := range []string{"b1", "b2"} {
+		a := api.Assignment{
+			ID: b + ":0:enc@w1", BundleID: b, Job: "enc", NodeID: "w1", Role: api.RolePrimary, Epoch: 1, Desired: api.DesiredRun,
+			MemoryLimitMiB: 64, Launch: api.Launch{Driver: "exec", Command: []string{"sleep", "60"}},
+		}
+		d.Ensure(context.Background(), a)
+		if ev := nextEvent(t, d); ev.State != api.JobRunning {
+			t.Fatalf("%s: %+v", b, ev)
+		}
+	}
+	if n := strings.Count(logs.String(), "is not enforced"); n != 1 || !strings.Contains(logs.String(), "start in cgroup") {
+		t.Fatalf("want one warning naming the refused cgroup, got %d:\n%s", n, logs.String())
+	}
+}

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -182,7 +183,7 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 		}
 	}
 	err = startPinned(cmd, a.Cores)
-	if err != nil && cmd.SysProcAttr.UseCgroupFD {
+	if err != nil && cmd.SysProcAttr.UseCgroupFD && !missingProgram(err) {
 		// The kernel refused the cgroup (too old for CLONE_INTO_CGROUP, or
 		// not ours): run the job unlimited rather than not at all.
 		d.limiter.notEnforced(fmt.Errorf("start in cgroup: %w", err))
@@ -199,6 +200,12 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 	t.set(api.JobRunning, "")
 	d.emit(t, api.JobRunning, "")
 	return cmd.Wait()
+}
+
+// missingProgram reports a start that failed for want of the program,
+// which running outside the cgroup would not change.
+func missingProgram(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT)
 }
 
 func (d *ExecDriver) emit(t *execTask, state, msg string) {
