@@ -202,7 +202,7 @@ func DevWorkerConfig(i int) worker.Config {
 // Proxmox's: template and docker bundles place in the dev cluster too.
 func devInventory(i int, az, cloud string) api.NodeSpec {
 	n := api.NodeSpec{
-		Pool: "default", TotalCapacity: 16, TotalCores: 16,
+		Pool: "default", TotalCapacity: 16, TotalCores: 16, TotalMemoryMiB: 32768,
 		Labels:   map[string]string{"az": az, "cloud": cloud, "rack": fmt.Sprintf("r%d", i%4+1)},
 		Runtimes: []string{api.RuntimeExec, api.RuntimeDocker, api.RuntimeCompose, api.RuntimeWasm},
 	}

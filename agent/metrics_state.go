@@ -13,6 +13,8 @@ type stateCollector struct {
 	s *Server
 
 	leader, applied, queue, bundles, degraded *prometheus.Desc
+	// Per node: what placement may hand out and what reservations hold.
+	nodeCapacity, nodeReservedCapacity, nodeMemory, nodeReservedMemory *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*stateCollector)(nil)
@@ -40,12 +42,24 @@ func newStateCollector(s *Server) *stateCollector {
 		degraded: prometheus.NewDesc("amserver_degraded_bundles",
 			"Bundles currently carrying a degradation (a relaxed resilience rule), by degradation code, "+
 				"in this server's replica.", []string{"code"}, nil),
+		nodeCapacity: prometheus.NewDesc("amserver_node_allocatable_capacity",
+			"A node's allocatable capacity (totalCapacity × utilizationCap), in capacity units.", nodeLabels, nil),
+		nodeReservedCapacity: prometheus.NewDesc("amserver_node_reserved_capacity",
+			"Capacity the node's reservations hold, in capacity units.", nodeLabels, nil),
+		nodeMemory: prometheus.NewDesc("amserver_node_memory_mib",
+			"A node's totalMemoryMiB: what memory requests placed there may add up to.", nodeLabels, nil),
+		nodeReservedMemory: prometheus.NewDesc("amserver_node_reserved_memory_mib",
+			"Memory (MiB) the node's reservations' requests hold.", nodeLabels, nil),
 	}
 }
 
+// nodeLabels label the per-node gauges.
+var nodeLabels = []string{"node", "pool"}
+
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.applied, c.queue, c.bundles, c.degraded} {
+	for _, d := range []*prometheus.Desc{c.leader, c.applied, c.queue, c.bundles, c.degraded,
+		c.nodeCapacity, c.nodeReservedCapacity, c.nodeMemory, c.nodeReservedMemory} {
 		ch <- d
 	}
 }
@@ -75,5 +89,19 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, code := range degradationCodes {
 		ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, float64(byCode[code]), code)
+	}
+	c.collectNodes(ch, st)
+}
+
+// collectNodes exports each node's capacity and memory, total and reserved.
+func (c *stateCollector) collectNodes(ch chan<- prometheus.Metric, st *fsm.State) {
+	for _, n := range st.Nodes("") {
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, n.ID, n.Pool)
+		}
+		gauge(c.nodeCapacity, float64(n.Allocatable())/1000)
+		gauge(c.nodeReservedCapacity, float64(n.Usage.Capacity)/1000)
+		gauge(c.nodeMemory, float64(n.TotalMemoryMiB))
+		gauge(c.nodeReservedMemory, float64(n.Usage.MemoryMiB))
 	}
 }

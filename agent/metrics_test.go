@@ -72,13 +72,16 @@ next:
 
 // TestMetricsAfterPlacement scrapes a running server after it placed one
 // bundle and failed to place another: the application counters and gauges
-// moved, the HTTP metrics name route templates, and raft and memberlist
-// report through the same endpoint.
+// moved (the placed node's capacity and memory, total and reserved,
+// included), the HTTP metrics name route templates, and raft and
+// memberlist report through the same endpoint.
 func TestMetricsAfterPlacement(t *testing.T) {
 	tc, _, c := devCluster(t, 1, 2)
 	s := tc.Servers()[0]
 	ctx := ctxTimeout(t, 60*time.Second)
-	if _, err := c.CreateBundle(ctx, oneJob("fits", 1)); err != nil {
+	fits := oneJob("fits", 1)
+	fits.Jobs[0].Requirements.MemoryMiB = 512
+	if _, err := c.CreateBundle(ctx, fits); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CreateBundle(ctx, oneJob("too-big", 1000)); err != nil {
@@ -118,6 +121,22 @@ func TestMetricsAfterPlacement(t *testing.T) {
 		"amserver_promotions_total", "amserver_evictions_total"} {
 		if fams[name] == nil {
 			t.Errorf("%s is missing", name)
+		}
+	}
+	b, _, err := c.Bundle(ctx, "fits", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := b.Replicas[0].Jobs[0].NodeID
+	for _, tc := range []struct {
+		name string
+		want float64
+	}{
+		{"amserver_node_allocatable_capacity", 16}, {"amserver_node_reserved_capacity", 1},
+		{"amserver_node_memory_mib", 32768}, {"amserver_node_reserved_memory_mib", 512},
+	} {
+		if got, ok := sample(fams, tc.name, "node", node, "pool", "default"); !ok || got != tc.want {
+			t.Errorf("%s{node=%s} = %v (present: %v), want %v", tc.name, node, got, ok, tc.want)
 		}
 	}
 	if _, ok := sample(fams, "amserver_degraded_bundles", "code", "noBackup"); !ok {

@@ -52,6 +52,7 @@ func genNode(t *rapid.T) Node {
 		TotalCapacity:  rapid.Int64Range(1000, 8000).Draw(t, "cap"),
 		UtilizationCap: rapid.Int64Range(500, 1000).Draw(t, "util"),
 		TotalCores:     rapid.IntRange(0, 8).Draw(t, "cores"),
+		TotalMemoryMiB: rapid.Int64Range(0, 8).Draw(t, "mem") * 1024,
 		GPUs:           []ledger.GPU{{Index: 0, Model: "t4", Capacity: 1000}},
 		Capabilities:   []ledger.Capability{{Name: "nic", Count: rapid.Int64Range(0, 3).Draw(t, "nics")}},
 	}
@@ -64,6 +65,9 @@ func genSpec(t *rapid.T) BundleSpec {
 		req := ledger.Request{
 			Capacity: rapid.Int64Range(0, 3000).Draw(t, "jcap"),
 			Cores:    rapid.IntRange(0, 3).Draw(t, "jcores"),
+		}
+		if rapid.IntRange(0, 2).Draw(t, "jmem") == 0 {
+			req.MemoryMiB = rapid.Int64Range(1, 6).Draw(t, "jmemN") * 512
 		}
 		if rapid.IntRange(0, 3).Draw(t, "gpu") == 0 {
 			req.GPUCapacity = rapid.Int64Range(100, 1000).Draw(t, "gcap")
@@ -106,7 +110,7 @@ func genPlan(t *rapid.T, st *State, now int64) *Plan {
 				}
 				g, err := ledger.Fit(node.Inventory(), node.Usage, b.Spec.Job(j.Name).Requirements)
 				if err != nil || rapid.IntRange(0, 5).Draw(t, "oversize") == 0 {
-					g = ledger.Grant{Capacity: rapid.Int64Range(0, 9000).Draw(t, "gcap")}
+					g = ledger.Grant{Capacity: rapid.Int64Range(0, 9000).Draw(t, "gcap"), MemoryMiB: rapid.Int64Range(0, 10).Draw(t, "gmem") * 1024}
 				}
 				u.Place = append(u.Place, Place{Slot: r.Slot, Job: j.Name, Node: node.ID, Grant: g})
 			}
@@ -133,7 +137,8 @@ func genLog(t *rapid.T, f *FSM) []*raft.Log {
 	steps := rapid.IntRange(1, 60).Draw(t, "steps")
 	logs := make([]*raft.Log, 0, steps+1)
 	logs = append(logs, &raft.Log{Index: 1, Type: raft.LogCommand, Data: mustEncode(t, UpsertPoolType, &UpsertPoolRequest{
-		Pool: Pool{Name: "p", Caps: ledger.PoolCaps{MaxCapacity: rapid.Int64Range(0, 20000).Draw(t, "poolcap")}},
+		Pool: Pool{Name: "p", Caps: ledger.PoolCaps{MaxCapacity: rapid.Int64Range(0, 20000).Draw(t, "poolcap"),
+			MaxMemoryMiB: rapid.Int64Range(0, 12).Draw(t, "poolmem") * 1024}},
 	})})
 	f.Apply(logs[0])
 	// Start from registered, ready nodes so plans have somewhere to land.

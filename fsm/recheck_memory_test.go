@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/amserver/amserver/ledger"
@@ -87,6 +88,12 @@ func TestPlanRecheckMemory(t *testing.T) {
 	as := st.BundleAssignments("x")
 	if len(as) != 1 || as[0].MemoryLimitMiB != 3500 || as[0].Grant.MemoryMiB != 3072 {
 		t.Fatalf("x's assignment: %+v", as)
+	}
+	// Nor can the pool's memory cap drop below what it holds.
+	low := Pool{Name: "p", Caps: ledger.PoolCaps{MaxMemoryMiB: 4096}}
+	if res := h.apply(UpsertPoolType, &UpsertPoolRequest{Pool: low}); !errors.Is(res.Err, ErrConflict) ||
+		!strings.Contains(res.Err.Error(), "maxMemoryMiB") {
+		t.Fatalf("a memory cap below the pool's usage: %v", res.Err)
 	}
 	// A node cannot re-register with less memory than its reservations hold.
 	n := testNode("n1", "p", "az1", "c1", 8000, 8)

@@ -196,6 +196,11 @@ func validationCases() []badCase {
 		v("negative capacity", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Capacity = -1 }),
 		v("capacity below resolution", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Capacity = 0.0001 }),
 		v("negative cores", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.Cores = -2 }),
+		v("negative memory", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.MemoryMiB = -1 }),
+		v("negative memory limit", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[0].Requirements.MemoryLimitMiB = -512 }),
+		v("memory limit below request", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) {
+			s.Jobs[0].Requirements.MemoryMiB, s.Jobs[0].Requirements.MemoryLimitMiB = 1024, 512
+		}),
 		v("bad priority", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Priority = "platinum" }),
 		v("bad job priority", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.Jobs[1].Priority = "platinum" }),
 		v("bad startAt", fsm.CodeInvalidRequirement, func(s *api.BundleSpec) { s.StartAt = "tomorrow" }),
@@ -215,6 +220,9 @@ func validationCases() []badCase {
 		{"422 node utilization above 1", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"utilizationCap":1.5}`, 422, api.CodeValidationFailed, ""},
 		{"422 node gpu below resolution", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"gpus":[{"index":0,"totalCapacity":0.0001}]}`, 422, api.CodeValidationFailed, ""},
 		{"422 node bad id", "PUT", "/v1/nodes/N_9", `{"pool":"p1","totalCapacity":4}`, 422, api.CodeValidationFailed, ""},
+		{"422 node negative memory", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"totalMemoryMiB":-1}`, 422, api.CodeValidationFailed, ""},
+		{"422 pool negative memory cap", "PUT", "/v1/pools/p9", `{"caps":{"maxMemoryMiB":-1}}`, 422, api.CodeValidationFailed, ""},
+		{"422 pool negative memory default", "PUT", "/v1/pools/p9", `{"defaults":{"memoryMiB":-1}}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool bad kind", "PUT", "/v1/pools/p9", `{"kind":"weird"}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool bad duration", "PUT", "/v1/pools/p9", `{"kind":"elastic","idleTimeout":"soon"}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool negative cap", "PUT", "/v1/pools/p9", `{"caps":{"maxCapacity":-1}}`, 422, api.CodeValidationFailed, ""},

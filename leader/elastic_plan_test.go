@@ -170,3 +170,24 @@ func TestPlannerPicksTypeWithRuntime(t *testing.T) {
 		t.Fatalf("spawns %+v: want one large (the type with docker)", plan.spawns)
 	}
 }
+
+// TestPlannerPicksTypeWithMemory: a job that requests memory gets an
+// instance type with enough of it, even when a smaller one would fit its
+// capacity (one that no type could hold is refused when submitted:
+// unsatisfiableMemory).
+func TestPlannerPicksTypeWithMemory(t *testing.T) {
+	r := newFSMRig(t)
+	p := planPool("e", 0, 0)
+	p.InstanceTypes[0].TotalMemoryMiB = 32768 // large
+	p.InstanceTypes[1].TotalMemoryMiB = 4096  // small
+	p.InstanceTypes[2].TotalMemoryMiB = 8192  // medium
+	r.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: p})
+	spec := fsm.BundleSpec{ID: "b1", Pool: "e", Jobs: []fsm.Job{{Name: "a", Requirements: ledger.Request{Capacity: 1000, MemoryMiB: 16384}}}}
+	r.ok(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec})
+	r.ok(fsm.ApplyPlanType, &fsm.Plan{Parts: []fsm.PlanPart{{Updates: []fsm.BundleUpdate{
+		{BundleID: "b1", Explain: &fsm.Explain{Filtered: map[string]int{}}}}}}})
+	plan := r.plan(0)
+	if len(plan.spawns) != 1 || plan.spawns[0].InstanceType.Name != "large" || strings.Join(plan.spawns[0].Demand, ",") != "b1" {
+		t.Fatalf("spawns %+v: want one large (the type with 16 GiB free) for b1", plan.spawns)
+	}
+}

@@ -117,3 +117,34 @@ func TestScoringDominantResource(t *testing.T) {
 }
 
 func fsmCaps(mem int64) ledger.PoolCaps { return ledger.PoolCaps{MaxMemoryMiB: mem} }
+
+// TestPreemptForMemory: a gold job short of memory on a node whose
+// capacity is mostly free evicts the silver bundle holding the memory,
+// although a bronze one would go first if capacity were what it lacked.
+func TestPreemptForMemory(t *testing.T) {
+	c := newCluster(t)
+	c.pool(fsm.Pool{Name: "p"})
+	c.node(memNode("n1", 8192))
+	for _, r := range []struct {
+		id, priority string
+		capacity     int64
+		mem          int64
+	}{{"z", "bronze", 8000, 0}, {"s", "silver", 1000, 6144}} {
+		j := mkJob("a", r.capacity, 0)
+		j.Requirements.MemoryMiB = r.mem
+		c.bundle(fsm.BundleSpec{ID: r.id, Pool: "p", Priority: r.priority, Jobs: []fsm.Job{j}})
+		c.placeAt(r.id, 0, map[string]string{"a": "n1"})
+	}
+	g := memJob("a", 4096)
+	g.Requirements.Capacity = 1000
+	c.bundle(fsm.BundleSpec{ID: "g", Pool: "p", Priority: "gold", Jobs: []fsm.Job{g}})
+	batch, res := preemptOnce(t, c, "g")
+	if len(res.Victims) != 1 || res.Victims[0].BundleID != "s" {
+		t.Fatalf("victims %+v, want the silver memory holder s (explain %s)", res.Victims, explainString(res.Explain))
+	}
+	c.commit(batch.Plan(1))
+	checkInvariants(t, c.state())
+	if n := c.state().Node("n1"); n.Usage.MemoryMiB != 4096 {
+		t.Fatalf("n1 holds %d MiB after the eviction, want the gold job's 4096", n.Usage.MemoryMiB)
+	}
+}

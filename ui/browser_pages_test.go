@@ -54,8 +54,8 @@ func browserBundles(t *testing.T, b *browser, placed *api.Bundle) {
 	})
 }
 
-// browserNode: a node page charts reserved against allocatable, split by
-// assignment, lists its assignments and labels, and drains on a click.
+// browserNode: a node page charts reserved against allocatable (capacity
+// and memory split by assignment), lists its assignments and labels, and drains on a click.
 func browserNode(t *testing.T, b *browser, c *api.Client, placed *api.Bundle) {
 	target := placed.Replicas[0].Jobs[0].NodeID
 	t.Run("node page charts its reservations", func(t *testing.T) {
@@ -63,6 +63,9 @@ func browserNode(t *testing.T, b *browser, c *api.Client, placed *api.Bundle) {
 		b.click(t, `#bundles-table tr[data-bundle-id="channel-ui"] [data-role=primary] a[data-link=nodes]`)
 		b.waitJS(t, "the node page", `document.querySelector('#node-id')?.textContent === `+jsString(target))
 		b.waitJS(t, "the capacity split by assignment", `document.querySelectorAll('#node-chart [data-resource=capacity] rect.chart-seg').length >= 2`)
+		b.waitJS(t, "memory reserved against total, split by assignment",
+			`document.querySelectorAll('#node-chart [data-resource=memory] rect.chart-seg').length >= 2 && `+
+				`/2,?560 \/ 32,?768 MiB/.test(document.querySelector('#node-chart [data-resource=memory]').textContent)`)
 		b.waitJS(t, "the bundle's assignments", `[...document.querySelectorAll('#node-assignments tr[data-assignment]')]
 			.filter((r) => r.cells[0].textContent === 'channel-ui').length === 2`)
 		b.waitJS(t, "its labels", `document.querySelector('#node-labels').textContent.includes('az=')`)

@@ -69,6 +69,8 @@ func TestBrowserUI(t *testing.T) {
 	t.Run("nodes list pages and filters on the servers", func(t *testing.T) {
 		b.view(t, "nodes")
 		b.waitJS(t, "every node row", `document.querySelectorAll('#nodes-table tr[data-node-id]').length === `+strconv.Itoa(workers))
+		b.waitJS(t, "each node's memory", `[...document.querySelectorAll('#nodes-table tr[data-node-id] td.memory')]
+			.every((c) => / \/ 32,?768 MiB$/.test(c.textContent))`)
 		az := nodes[0].Labels["az"]
 		var want []string
 		for _, n := range nodes {
@@ -92,8 +94,8 @@ func TestBrowserUI(t *testing.T) {
 		Resilience: &api.Resilience{SameNode: api.Forbid, SameAz: api.Forbid, SameCloud: api.Allow},
 		Tags:       map[string]string{"note": xssTag},
 		Jobs: []api.Job{
-			{Name: "enc", Requirements: api.Requirements{Capacity: 4, Cores: 2, GPUCapacity: 0.5}},
-			{Name: "pkg", Requirements: api.Requirements{Capacity: 1}, CoLocateWith: []string{"enc"}},
+			{Name: "enc", Requirements: api.Requirements{Capacity: 4, Cores: 2, GPUCapacity: 0.5, MemoryMiB: 2048, MemoryLimitMiB: 4096}},
+			{Name: "pkg", Requirements: api.Requirements{Capacity: 1, MemoryMiB: 512}, CoLocateWith: []string{"enc"}},
 		},
 	}
 	// The bundles list is open before the bundle exists: it must appear

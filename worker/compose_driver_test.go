@@ -246,3 +246,28 @@ func crash(d *Dispatcher) {
 		}
 	}
 }
+
+// TestComposeMemoryLimit: a job's memoryLimitMiB becomes every service's
+// mem_limit and memswap_limit (through amserver's override file).
+func TestComposeMemoryLimit(t *testing.T) {
+	t.Parallel()
+	requireCompose(t)
+	node, dataDir, src := testNode(), t.TempDir(), &fakeTemplates{}
+	t.Cleanup(func() { sweepNode(t, node) })
+	ref := src.add("web", tarball(t, stackFiles(t, "")))
+	d := newDispatcher(t, node, dataDir, src, api.RuntimeCompose)
+	a := assignment(node, "b1", "web", composeLaunch(ref, map[string]string{"IMAGE": testImage(t), "GREETING": "hi"}), api.RuntimeCompose)
+	a.MemoryLimitMiB = 96
+	waitState(t, d, a, api.JobRunning, 2*time.Minute)
+	rows := containersOf(t, a.ID)
+	if len(rows) != 2 {
+		t.Fatalf("want 2 containers, got %+v", rows)
+	}
+	for _, r := range rows {
+		if got := inspectMemory(t, r.ID); got != "100663296 100663296" {
+			t.Fatalf("%s: memory and memory+swap limits %q, want 96 MiB each", r.Names, got)
+		}
+	}
+	a.Desired = api.DesiredStop
+	waitState(t, d, a, api.JobStopped, 2*time.Minute)
+}

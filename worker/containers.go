@@ -90,9 +90,16 @@ func newContainerDriver(runtime string, cfg RuntimeConfig, cli *dockerCLI, b con
 }
 
 // specHash names what a deploy of a runs: anything that changes it (a new
-// launch, a promotion, a new epoch) makes the driver deploy again.
+// launch, a promotion, a new epoch, another memory limit) makes the driver
+// deploy again. The limit joins only when set, so the hashes of what ran
+// before limits existed stay as they were (a worker upgrade restarts
+// nothing).
 func specHash(runtime string, a api.Assignment) string {
-	b, _ := json.Marshal([]any{runtime, a.Launch, a.Role, a.Epoch, a.BundleID, a.ServiceID, a.Job, a.NodeID})
+	parts := []any{runtime, a.Launch, a.Role, a.Epoch, a.BundleID, a.ServiceID, a.Job, a.NodeID}
+	if a.MemoryLimitMiB > 0 {
+		parts = append(parts, a.MemoryLimitMiB)
+	}
+	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }

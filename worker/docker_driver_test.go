@@ -83,3 +83,41 @@ func TestDockerLegacyLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// inspectMemory is a container's memory and memory+swap limits in bytes.
+func inspectMemory(t *testing.T, id string) string {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "--format", "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}", id).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestDockerMemoryLimit: a job's memoryLimitMiB is the container's memory
+// limit, swap included; a workload that allocates beyond it is killed and
+// fails; a job without a limit runs unlimited.
+func TestDockerMemoryLimit(t *testing.T) {
+	t.Parallel()
+	requireDocker(t)
+	node, dataDir := testNode(), t.TempDir()
+	t.Cleanup(func() { sweepNode(t, node) })
+	d := newDispatcher(t, node, dataDir, nil, api.RuntimeDocker)
+	limited := assignment(node, "b1", "enc", dockerLaunch(testImage(t), nil), api.RuntimeDocker)
+	limited.MemoryLimitMiB = 64
+	waitState(t, d, limited, api.JobRunning, time.Minute)
+	if got := inspectMemory(t, containersOf(t, limited.ID)[0].ID); got != "67108864 67108864" {
+		t.Fatalf("memory and memory+swap limits %q, want 64 MiB each", got)
+	}
+	free := assignment(node, "b2", "enc", dockerLaunch(testImage(t), nil), api.RuntimeDocker)
+	waitState(t, d, free, api.JobRunning, time.Minute)
+	if got := inspectMemory(t, containersOf(t, free.ID)[0].ID); got != "0 0" {
+		t.Fatalf("a job without a limit got %q", got)
+	}
+	hog := assignment(node, "b3", "enc", dockerLaunch(testImage(t), map[string]string{"WORKLOAD_ALLOC_MIB": "256"}), api.RuntimeDocker)
+	hog.MemoryLimitMiB = 64
+	msg := waitState(t, d, hog, api.JobFailed, time.Minute)
+	if strings.Contains(logOf(dataDir, hog.ID, stdoutLog), "allocated") {
+		t.Fatalf("the workload allocated 256 MiB under a 64 MiB limit: %s", msg)
+	}
+}

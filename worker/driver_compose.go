@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -87,7 +88,7 @@ func (b *composeBackend) writeProjectFiles(a api.Assignment, spec, stack string,
 		return fmt.Errorf("write .env: %w", err)
 	}
 	labels := containerLabels(a, api.RuntimeCompose, spec)
-	override, err := composeOverride(services, labels, ident, b.compose.major >= 2)
+	override, err := composeOverride(services, labels, ident, b.compose.major >= 2, a.MemoryLimitMiB)
 	if err != nil {
 		return err
 	}
@@ -108,8 +109,12 @@ func containerLabels(a api.Assignment, runtime, spec string) map[string]string {
 // composeOverride labels every service's containers, gives them the
 // identity and tag variables (so that a stack sees its role and epoch
 // without wiring them) and, where compose honours it (v2), forbids pulls.
-// Compose interpolates override files too: "$" is written "$$".
-func composeOverride(services []string, labels map[string]string, ident []envVar, pullPolicy bool) ([]byte, error) {
+// A job's memory limit becomes every service's mem_limit (and
+// memswap_limit, so swap does not extend it): compose has no limit for a
+// whole project, so each container of the stack is held to the job's
+// limit, and a stack of N services may use up to N times it. Compose
+// interpolates override files too: "$" is written "$$".
+func composeOverride(services []string, labels map[string]string, ident []envVar, pullPolicy bool, memoryMiB int64) ([]byte, error) {
 	esc := strings.NewReplacer("$", "$$")
 	lab := map[string]string{}
 	for k, v := range labels {
@@ -124,6 +129,10 @@ func composeOverride(services []string, labels map[string]string, ident []envVar
 		svc := map[string]any{"labels": lab, "environment": env}
 		if pullPolicy {
 			svc["pull_policy"] = "never"
+		}
+		if memoryMiB > 0 {
+			limit := strconv.FormatInt(memoryMiB, 10) + "m"
+			svc["mem_limit"], svc["memswap_limit"] = limit, limit
 		}
 		svcs[s] = svc
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/amserver/amserver/api"
@@ -45,6 +46,11 @@ func (b *dockerBackend) deploy(ctx context.Context, a api.Assignment, spec, name
 	}
 	for _, v := range env {
 		args = append(args, "-e", v.Name+"="+v.Value)
+	}
+	if m := a.MemoryLimitMiB; m > 0 {
+		// Swap equal to memory: the limit holds for RAM and swap together.
+		limit := strconv.FormatInt(m, 10) + "m"
+		args = append(args, "--memory", limit, "--memory-swap", limit)
 	}
 	args = append(append(args, "--", job.Image), job.Command...)
 	if _, err := b.cli.run(ctx, args...); err != nil {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,10 +23,12 @@ import (
 )
 
 // ExecDriver runs each assignment's launch command as a child process:
-// pinned to its cores, with its bundle, job, role, epoch and GPU in the
+// pinned to its cores, its memory limited where cgroup v2 allows
+// (memLimiter), with its bundle, job, role, epoch and GPU in the
 // environment, restarted with backoff when it exits, stopped when desired.
 type ExecDriver struct {
 	logger    *slog.Logger
+	limiter   *memLimiter
 	stateDir  string        // assignments' directories: role/epoch file, stdout.log, stderr.log
 	stopGrace time.Duration // SIGTERM → SIGKILL delay
 	events    chan TaskEvent
@@ -45,7 +48,7 @@ func NewExecDriver(stateDir string, logger *slog.Logger) (*ExecDriver, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &ExecDriver{
-		logger: logger, stateDir: stateDir, stopGrace: 10 * time.Second,
+		logger: logger, limiter: detectMemLimiter(logger), stateDir: stateDir, stopGrace: 10 * time.Second,
 		events: make(chan TaskEvent, 256), tasks: map[string]*execTask{},
 	}, nil
 }
@@ -173,13 +176,36 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 		defer stdout.Close()
 		defer stderr.Close()
 	}
-	if err := startPinned(cmd, a.Cores); err != nil {
+	if a.MemoryLimitMiB > 0 {
+		if cg := d.limiter.enter(a.ID, a.MemoryLimitMiB); cg != nil {
+			defer cg.release()
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(cg.f.Fd())
+		}
+	}
+	err = startPinned(cmd, a.Cores)
+	if err != nil && cmd.SysProcAttr.UseCgroupFD && !missingProgram(err) {
+		// The kernel refused the cgroup (too old for CLONE_INTO_CGROUP, or
+		// not ours): run the job unlimited rather than not at all.
+		d.limiter.notEnforced(fmt.Errorf("start in cgroup: %w", err))
+		retry := exec.Command(cmd.Path, cmd.Args[1:]...) // a Cmd is not started twice
+		retry.Env, retry.Stdout, retry.Stderr = cmd.Env, cmd.Stdout, cmd.Stderr
+		retry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd = retry
+		err = startPinned(cmd, a.Cores)
+	}
+	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	t.attach(cmd.Process)
 	t.set(api.JobRunning, "")
 	d.emit(t, api.JobRunning, "")
 	return cmd.Wait()
+}
+
+// missingProgram reports a start that failed for want of the program,
+// which running outside the cgroup would not change.
+func missingProgram(err error) bool {
+	return errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT)
 }
 
 func (d *ExecDriver) emit(t *execTask, state, msg string) {

@@ -22,7 +22,7 @@ import (
 )
 
 // DefaultWasmMemoryMiB bounds a module's linear memory when its job sets
-// no limit of its own.
+// no limit of its own (requirements.memoryLimitMiB).
 const DefaultWasmMemoryMiB = 256
 
 // WasmDriver runs a wasm template's main.wasm in-process with wazero (WASI
@@ -73,11 +73,16 @@ func newWasmDriver(cfg RuntimeConfig, templates *templateCache, events chan Task
 	}, nil
 }
 
-// memoryPages is the module's memory limit in 64 KiB pages. It is the
-// hook for a per-job limit (requirements.memoryLimitMiB, once assignments
-// carry it); today every module gets the driver's.
-func (d *WasmDriver) memoryPages(api.Assignment) uint32 {
-	return uint32(min(d.memoryMiB*16, 65536))
+// memoryPages is the module's memory limit in 64 KiB pages (16 per MiB):
+// the job's memoryLimitMiB; without one, the driver's default or the
+// job's reserved memoryMiB if that is more (what it reserved it may use);
+// never above wasm32's 4 GiB address space (65,536 pages).
+func (d *WasmDriver) memoryPages(a api.Assignment) uint32 {
+	mib := max(int64(d.memoryMiB), a.MemoryMiB)
+	if a.MemoryLimitMiB > 0 {
+		mib = a.MemoryLimitMiB
+	}
+	return uint32(min(mib*16, 65536))
 }
 
 // Recover implements Driver: a module runs inside the worker and does not

@@ -21,8 +21,9 @@ func wasmLaunch(ref string, params map[string]string) api.Launch {
 }
 
 // TestWasmDriver: main.wasm runs in-process with the launch's variables;
-// its exit code is reported, a stop cancels it, and a module that
-// allocates beyond the memory limit fails.
+// its exit code is reported, a stop cancels it, a module that allocates
+// beyond the memory limit fails, and a job's memoryLimitMiB replaces the
+// driver's default.
 func TestWasmDriver(t *testing.T) {
 	t.Parallel() // each its own node, data and containers; mostly waiting on Docker
 	src := &fakeTemplates{}
@@ -78,6 +79,17 @@ func TestWasmDriver(t *testing.T) {
 		}
 	})
 
+	t.Run("the job's memory limit replaces the default", func(t *testing.T) {
+		a := assignment("w1", "b5", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_ALLOC_MIB": "128"}), api.RuntimeWasm)
+		a.MemoryLimitMiB = 256
+		waitState(t, d, a, api.JobRunning, time.Minute)
+		waitLog(t, dataDir, a.ID, stdoutLog, "allocated 128 MiB", "running")
+		a.Desired = api.DesiredStop
+		if state, _ := d.Ensure(context.Background(), a); state != api.JobStopped {
+			t.Fatalf("stop: %s", state)
+		}
+	})
+
 	t.Run("a failed fetch is retried", func(t *testing.T) {
 		flaky := &flakySource{fakeTemplates: src}
 		d2, err := NewDispatcher(context.Background(), RuntimeConfig{
@@ -118,4 +130,18 @@ func (f *flakySource) TemplateArchive(ctx context.Context, name, digest string) 
 		return nil, errors.New("server unreachable")
 	}
 	return f.fakeTemplates.TemplateArchive(ctx, name, digest)
+}
+
+// TestWasmMemoryPages: a job's limit, else the larger of the driver's
+// default and the job's request, in 64 KiB pages, capped at wasm32's 4 GiB.
+func TestWasmMemoryPages(t *testing.T) {
+	d := &WasmDriver{memoryMiB: 64}
+	for _, tc := range []struct {
+		request, limit int64
+		want           uint32
+	}{{0, 0, 1024}, {32, 0, 1024}, {128, 0, 2048}, {0, 1, 16}, {512, 256, 4096}, {0, 4096, 65536}, {0, 1 << 30, 65536}, {1 << 30, 0, 65536}} {
+		if got := d.memoryPages(api.Assignment{MemoryMiB: tc.request, MemoryLimitMiB: tc.limit}); got != tc.want {
+			t.Errorf("request %d, limit %d MiB: %d pages, want %d", tc.request, tc.limit, got, tc.want)
+		}
+	}
 }

@@ -153,7 +153,7 @@ func TestMaterializeRefusesTheWrongRuntime(t *testing.T) {
 
 func TestComposeOverride(t *testing.T) {
 	out, err := composeOverride([]string{"web", "db"}, map[string]string{labelBundle: "b$1"},
-		[]envVar{{"AMSERVER_TAG_X", "a$b"}}, true)
+		[]envVar{{"AMSERVER_TAG_X", "a$b"}}, true, 512)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +162,8 @@ func TestComposeOverride(t *testing.T) {
 			Labels      map[string]string `json:"labels"`
 			Environment map[string]string `json:"environment"`
 			PullPolicy  string            `json:"pull_policy"`
+			MemLimit    string            `json:"mem_limit"`
+			MemSwap     string            `json:"memswap_limit"`
 		} `json:"services"`
 	}
 	if err := yaml.Unmarshal(out, &doc); err != nil {
@@ -169,13 +171,14 @@ func TestComposeOverride(t *testing.T) {
 	}
 	for _, s := range []string{"web", "db"} {
 		svc := doc.Services[s]
-		if svc.Labels[labelBundle] != "b$$1" || svc.Environment["AMSERVER_TAG_X"] != "a$$b" || svc.PullPolicy != "never" {
+		if svc.Labels[labelBundle] != "b$$1" || svc.Environment["AMSERVER_TAG_X"] != "a$$b" || svc.PullPolicy != "never" ||
+			svc.MemLimit != "512m" || svc.MemSwap != "512m" {
 			t.Fatalf("%s: %+v\n%s", s, svc, out)
 		}
 	}
-	out, _ = composeOverride([]string{"web"}, nil, nil, false)
-	if strings.Contains(string(out), "pull_policy") {
-		t.Fatalf("pull_policy written for compose v1:\n%s", out)
+	out, _ = composeOverride([]string{"web"}, nil, nil, false, 0)
+	if strings.Contains(string(out), "pull_policy") || strings.Contains(string(out), "mem") {
+		t.Fatalf("pull_policy written for compose v1, or a memory limit for a job without one:\n%s", out)
 	}
 }
 

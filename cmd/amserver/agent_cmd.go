@@ -240,3 +240,6 @@ func defaultNodeID(id string) (string, error) {
 
 // detectedCores is the worker's core count when --cores is not given.
 func detectedCores() int { return runtime.NumCPU() }
+
+// detectedMemoryMiB is a variable so that tests can pin it.
+var detectedMemoryMiB = worker.DetectMemoryMiB

@@ -66,10 +66,10 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 
 func printJobSpecs(w io.Writer, jobs []api.Job) {
 	t := newTable(w)
-	t.row("JOB", "CAPACITY", "CORES", "GPU", "CAPABILITIES", "RUNTIME", "LAUNCH")
+	t.row("JOB", "CAPACITY", "CORES", "MEMORY", "GPU", "CAPABILITIES", "RUNTIME", "LAUNCH")
 	for _, j := range jobs {
 		r := j.Requirements
-		t.row(j.Name, qty(r.Capacity), strconv.Itoa(r.Cores), gpuRequirement(r),
+		t.row(j.Name, qty(r.Capacity), strconv.Itoa(r.Cores), memoryRequest(r.MemoryMiB, r.MemoryLimitMiB), gpuRequirement(r),
 			capabilityRequests(r.Capabilities), runtimeText(j.Runtime), launchText(j.Launch))
 	}
 	_ = t.flush() // a failed terminal write has no one to report to

@@ -48,6 +48,7 @@ var tableCases = []tableCase{
 	{"bundle status", []string{"bundle", "status", "enc-1"}, []cellWant{
 		{"CAPACITY", "encoder", "2.5"}, {"GPU", "encoder", "0.5 A100"}, {"CAPABILITIES", "encoder", "st2110-nic:1"},
 		{"LAUNCH", "encoder", "exec"}, {"LAUNCH", "packager", "none"}, {"RUNTIME", "encoder", "-"},
+		{"MEMORY", "encoder", "2048 MiB (limit 4096)"}, {"MEMORY", "packager", "-"},
 		{"NODE", "0", "w-1"}, {"CORES", "0", "0-3"}, {"GPU", "0", "0 (0.5)"}, {"STATUS", "0", "running"}, {"ROLE", "1", "backup"},
 		{"CORES", "1", "4-7,9"}, {"GPU", "1", "1 (exclusive)"},
 		{"SINCE", "backupSameAz", "5m ago"}, {"MESSAGE", "backupSameAz", "backup shares az1 with the primary"},
@@ -58,11 +59,15 @@ var tableCases = []tableCase{
 		{"TIER", "w-1", "onprem"}, {"CAPACITY", "w-1", "2.5/16 cap"}, {"CORES", "w-1", "4/32"}, {"GPU", "w-1", "0.5/2"},
 		{"ASSIGNMENTS", "w-1", "2"}, {"LAST SEEN", "w-1", "2m ago"},
 	}, nil},
+	{"node list wide", []string{"node", "list", "-o", "wide"}, []cellWant{
+		{"MEMORY", "w-1", "6144/65536 MiB"}, {"OTHER LABELS", "w-1", "rack=r7"},
+	}, nil},
 	{"node status", []string{"node", "status", "w-1"}, []cellWant{
 		{"RESERVED", "0", "0.5/1"}, {"EXCLUSIVE", "0", "no"}, {"MODEL", "1", "A100"},
 		{"RESERVED", "st2110-nic", "1/2"}, {"ATTRIBUTES", "st2110-nic", "speed=25g"},
 		{"OWNER", "a-1", "bundle enc-1"}, {"OWNER", "a-2", "service ptp"}, {"CORES", "a-1", "0-3"}, {"EPOCH", "a-1", "3"},
-	}, []string{"Labels      az=az1,cloud=aws,rack=r7", "Taints      gpu-only", "Capacity    2.5/16 cap reserved (total 16, utilization cap 1)",
+		{"MEMORY", "a-1", "2048 MiB (limit 4096)"}, {"MEMORY", "a-2", "-"},
+	}, []string{"Memory      6144/65536 MiB reserved", "Labels      az=az1,cloud=aws,rack=r7", "Taints      gpu-only", "Capacity    2.5/16 cap reserved (total 16, utilization cap 1)",
 		"Cores       4/32 reserved, pinned 0-3", "Scheduling  cordoned"}},
 	{"pool list", []string{"pool", "list"}, []cellWant{
 		{"KIND", "live", "cluster"}, {"SCORING", "live", "spread"}, {"TIERS", "live", "onprem(dc),burst(aws)"},

@@ -185,6 +185,7 @@ func sampleBundle() api.Bundle {
 			ID: "enc-1", Pool: "live", Priority: api.PriorityGold,
 			Jobs: []api.Job{
 				{Name: "encoder", Requirements: api.Requirements{Capacity: 2.5, Cores: 4, GPUCapacity: 0.5, GPUModel: "A100",
+					MemoryMiB: 2048, MemoryLimitMiB: 4096,
 					Capabilities: []api.CapabilityRequest{{Name: "st2110-nic", Count: 1}}}, Launch: legacyLaunch(api.DriverExec, "/bin/enc")},
 				{Name: "packager", Requirements: api.Requirements{Capacity: 0.5}},
 			},
@@ -209,12 +210,13 @@ func sampleBundle() api.Bundle {
 func sampleNode() api.Node {
 	return api.Node{
 		NodeSpec: api.NodeSpec{ID: "w-1", Pool: "live", Labels: map[string]string{"az": "az1", "cloud": "aws", "rack": "r7"},
-			Taints: []string{"gpu-only"}, TotalCapacity: 16, UtilizationCap: 1, TotalCores: 32,
+			Taints: []string{"gpu-only"}, TotalCapacity: 16, UtilizationCap: 1, TotalCores: 32, TotalMemoryMiB: 65536,
 			GPUs:         []api.GPU{{Index: 0, Model: "A100", TotalCapacity: 1}, {Index: 1, Model: "A100", TotalCapacity: 1}},
 			Capabilities: []api.Capability{{Name: "st2110-nic", Count: 2, Attributes: map[string]string{"speed": "25g"}}}},
 		Status: api.NodeReady, Cordoned: true, LastSeen: fixtureNow.Add(-2*time.Minute - 10*time.Second),
 		Tier: "onprem", Allocatable: 16,
-		Reserved: api.Reserved{Capacity: 2.5, Cores: 4, CoreSet: []int{0, 1, 2, 3},
+		AllocatableMemoryMiB: 65536,
+		Reserved: api.Reserved{Capacity: 2.5, MemoryMiB: 6144, Cores: 4, CoreSet: []int{0, 1, 2, 3},
 			GPUs:         []api.GPUReserved{{Index: 0, Capacity: 0.5}},
 			Capabilities: []api.CapabilityCount{{Name: "st2110-nic", Count: 1}}},
 		Assignments: 2, CreateIndex: 3, ModifyIndex: 8,
@@ -236,13 +238,15 @@ func sampleNodeSummary() api.NodeSummary {
 	n := sampleNode()
 	return api.NodeSummary{ID: n.ID, Pool: n.Pool, Status: n.Status, Cordoned: n.Cordoned, Labels: n.Labels, Tier: n.Tier,
 		Allocatable: 16, ReservedCapacity: 2.5, TotalCores: 32, ReservedCores: 4, GPUCapacity: 2, ReservedGPU: 0.5,
+		TotalMemoryMiB: 65536, ReservedMemoryMiB: 6144,
 		Assignments: 2, LastSeen: n.LastSeen, CreateIndex: 3, ModifyIndex: 8}
 }
 
 func sampleAssignments() []api.Assignment {
 	return []api.Assignment{
 		{ID: "a-1", BundleID: "enc-1", Job: "encoder", NodeID: "w-1", Role: api.RolePrimary, Epoch: 3, Desired: api.DesiredRun,
-			Status: api.JobRunning, Capacity: 2.5, Cores: []int{0, 1, 2, 3}, GPU: &api.GPUShare{Index: 0, Capacity: 0.5}},
+			Status: api.JobRunning, Capacity: 2.5, Cores: []int{0, 1, 2, 3}, GPU: &api.GPUShare{Index: 0, Capacity: 0.5},
+			MemoryMiB: 2048, MemoryLimitMiB: 4096},
 		{ID: "a-2", ServiceID: "ptp", Job: "ptp", NodeID: "w-1", Desired: api.DesiredRun, Status: api.JobRunning},
 	}
 }

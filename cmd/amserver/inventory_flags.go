@@ -15,6 +15,7 @@ type inventoryFlags struct {
 	capacity       float64
 	utilizationCap float64
 	cores          int
+	memoryMiB      int64
 	gpus           []string
 	capabilities   []string
 	labels         []string
@@ -28,6 +29,7 @@ func (f *inventoryFlags) register(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.capacity, "capacity", 0, "worker: total compute capacity (defaults to the core count)")
 	fl.Float64Var(&f.utilizationCap, "utilization-cap", 1, "worker: fraction of capacity placement may use, (0,1]")
 	fl.IntVar(&f.cores, "cores", -1, "worker: cores that can be pinned (default: detected)")
+	fl.Int64Var(&f.memoryMiB, "memory-mib", 0, "worker: memory in MiB that jobs' memory requests may reserve (0: MemTotal of /proc/meminfo)")
 	fl.StringArrayVar(&f.gpus, "gpu", nil, "worker: a GPU as index:model:capacity (repeatable)")
 	fl.StringArrayVar(&f.capabilities, "capability", nil, "worker: a capability as name:count[:key=value,...] (repeatable)")
 	fl.StringArrayVar(&f.labels, "label", nil, "worker: a label key=value (repeatable)")
@@ -48,12 +50,16 @@ func (f *inventoryFlags) spec(pool, az, cloud string) (api.NodeSpec, error) {
 	if capacity == 0 {
 		capacity = float64(cores)
 	}
+	memory := f.memoryMiB
+	if memory == 0 {
+		memory = detectedMemoryMiB()
+	}
 	if f.nodeKind != "" && f.nodeKind != api.NodeKindProxmox {
 		return api.NodeSpec{}, fmt.Errorf("--node-kind %q: want %s or nothing", f.nodeKind, api.NodeKindProxmox)
 	}
 	// The server checks the runtime names (and aliases) when the worker registers.
 	n := api.NodeSpec{Pool: pool, TotalCapacity: capacity, UtilizationCap: f.utilizationCap, TotalCores: cores, Taints: f.taints,
-		Runtimes: f.runtimes, Kind: f.nodeKind}
+		Runtimes: f.runtimes, Kind: f.nodeKind, TotalMemoryMiB: memory}
 	labels, err := parseLabels(f.labels)
 	if err != nil {
 		return n, err

@@ -48,9 +48,9 @@ func newNodeListCmd(a *app) *cobra.Command {
 		Columns: []string{"ID", "POOL", "STATUS", "SCHEDULING", "AZ", "CLOUD", "TIER", "CAPACITY", "CORES", "GPU",
 			"ASSIGNMENTS", "LAST SEEN"},
 		Row:         nodeRow,
-		WideColumns: []string{"OTHER LABELS", "MODIFIED"},
+		WideColumns: []string{"MEMORY", "OTHER LABELS", "MODIFIED"},
 		WideRow: func(n api.NodeSummary, _ time.Time) []string {
-			return []string{kv(otherLabels(n.Labels)), strconv.FormatUint(n.ModifyIndex, 10)}
+			return []string{memoryUse(n.ReservedMemoryMiB, n.TotalMemoryMiB), kv(otherLabels(n.Labels)), strconv.FormatUint(n.ModifyIndex, 10)}
 		},
 	}.build(a)
 }
@@ -143,6 +143,11 @@ func printNode(w io.Writer, n *api.Node, now time.Time) error {
 	t.row("Capacity", fmt.Sprintf("%s reserved (total %s, utilization cap %s)",
 		frac(n.Reserved.Capacity, n.Allocatable, "cap"), qty(n.TotalCapacity), qty(utilizationCap(n.UtilizationCap))))
 	t.row("Cores", fmt.Sprintf("%d/%d reserved, pinned %s", n.Reserved.Cores, n.TotalCores, coreSet(n.Reserved.CoreSet)))
+	memory := memoryUse(n.Reserved.MemoryMiB, n.TotalMemoryMiB) + " reserved"
+	if n.TotalMemoryMiB == 0 {
+		memory = "none registered: takes no job that requests memory"
+	}
+	t.row("Memory", memory)
 	t.row("Index", fmt.Sprintf("created %d, modified %d", n.CreateIndex, n.ModifyIndex))
 	if err := t.flush(); err != nil {
 		return err
@@ -209,7 +214,7 @@ func (a *app) printAssignments(w, errw io.Writer, v nodeStatus) error {
 	}
 	fmt.Fprintln(w, "\nAssignments")
 	t := newTable(w)
-	t.row("ID", "OWNER", "JOB", "ROLE", "EPOCH", "DESIRED", "STATUS", "CAPACITY", "CORES", "GPU")
+	t.row("ID", "OWNER", "JOB", "ROLE", "EPOCH", "DESIRED", "STATUS", "CAPACITY", "MEMORY", "CORES", "GPU")
 	for _, as := range assigned {
 		owner := "bundle " + as.BundleID
 		if as.ServiceID != "" {
@@ -217,7 +222,7 @@ func (a *app) printAssignments(w, errw io.Writer, v nodeStatus) error {
 		}
 		gpu := gpuPlacement(api.JobPlacement{GPU: as.GPU, GPUs: as.GPUs})
 		t.row(as.ID, owner, as.Job, orDash(as.Role), strconv.FormatUint(as.Epoch, 10), as.Desired,
-			orDash(as.Status), qty(as.Capacity), coreSet(as.Cores), gpu)
+			orDash(as.Status), qty(as.Capacity), memoryRequest(as.MemoryMiB, as.MemoryLimitMiB), coreSet(as.Cores), gpu)
 	}
 	return t.flush()
 }

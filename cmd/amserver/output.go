@@ -75,6 +75,27 @@ func qty(v float64) string {
 	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
+// memoryUse prints reserved against total memory, e.g. "2048/32768 MiB";
+// "-" for a node without memory that holds none.
+func memoryUse(reserved, total int64) string {
+	if total == 0 && reserved == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d MiB", reserved, total)
+}
+
+// memoryRequest prints a job's memory request and limit, e.g.
+// "2048 MiB (limit 4096)"; "-" for neither.
+func memoryRequest(request, limit int64) string {
+	switch {
+	case request == 0 && limit == 0:
+		return "-"
+	case limit == 0:
+		return fmt.Sprintf("%d MiB", request)
+	}
+	return fmt.Sprintf("%d MiB (limit %d)", request, limit)
+}
+
 // frac prints used against total, e.g. "2.5/16 cap".
 func frac(used, total float64, unit string) string {
 	s := qty(used) + "/" + qty(total)

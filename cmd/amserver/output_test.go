@@ -140,3 +140,17 @@ func TestEffectivePriorityText(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryText(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{memoryUse(0, 0), "-"}, {memoryUse(512, 8192), "512/8192 MiB"}, {memoryUse(0, 8192), "0/8192 MiB"},
+		{memoryRequest(0, 0), "-"}, {memoryRequest(512, 0), "512 MiB"}, {memoryRequest(512, 1024), "512 MiB (limit 1024)"},
+		{memoryRequest(0, 1024), "0 MiB (limit 1024)"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

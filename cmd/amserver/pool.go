@@ -31,21 +31,24 @@ func newPoolListCmd(a *app) *cobra.Command {
 		Paged: true, Variable: "pool",
 		Columns:     []string{"NAME", "KIND", "SCORING", "TIERS", "CAPACITY", "CORES", "DEFAULTS"},
 		Row:         poolRow,
-		WideColumns: []string{"NODES", "MODIFIED"},
+		WideColumns: []string{"MEMORY", "NODES", "MODIFIED"},
 		WideRow: func(p api.Pool, _ time.Time) []string {
 			nodes := "-"
 			if p.Kind == api.PoolElastic {
 				nodes = fmt.Sprintf("%d-%d (warm %d)", p.MinNodes, p.MaxNodes, p.Warm)
 			}
-			return []string{nodes, strconv.FormatUint(p.ModifyIndex, 10)}
+			return []string{capped(float64(p.Usage.MemoryMiB), float64(p.Caps.MaxMemoryMiB), "MiB"), nodes, strconv.FormatUint(p.ModifyIndex, 10)}
 		},
 	}.build(a)
 }
 
 func poolRow(p api.Pool, _ time.Time) []string {
+	defaults := fmt.Sprintf("capacity=%s cores=%d", qty(p.Defaults.Capacity), p.Defaults.Cores)
+	if p.Defaults.MemoryMiB > 0 {
+		defaults += fmt.Sprintf(" memoryMiB=%d", p.Defaults.MemoryMiB)
+	}
 	return []string{p.Name, orDefault(p.Kind, api.PoolCluster), orDefault(p.Scoring, api.ScoringBinpack), tiers(p.Tiers),
-		capped(p.Usage.Capacity, p.Caps.MaxCapacity, "cap"), capped(float64(p.Usage.Cores), float64(p.Caps.MaxCores), "cores"),
-		fmt.Sprintf("capacity=%s cores=%d", qty(p.Defaults.Capacity), p.Defaults.Cores)}
+		capped(p.Usage.Capacity, p.Caps.MaxCapacity, "cap"), capped(float64(p.Usage.Cores), float64(p.Caps.MaxCores), "cores"), defaults}
 }
 
 // capped prints usage against a ceiling, where a zero ceiling means none.

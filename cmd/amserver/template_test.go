@@ -193,3 +193,29 @@ func TestTemplateExample(t *testing.T) {
 		t.Fatalf("example bundle %+v", spec.Jobs)
 	}
 }
+
+// TestMemoryFlag: --memory-mib sets the node's totalMemoryMiB; without it
+// (or with 0) the worker registers what /proc/meminfo says.
+func TestMemoryFlag(t *testing.T) {
+	old := detectedMemoryMiB
+	t.Cleanup(func() { detectedMemoryMiB = old })
+	detectedMemoryMiB = func() int64 { return 3900 }
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{{nil, 3900}, {[]string{"--memory-mib", "0"}, 3900}, {[]string{"--memory-mib", "65536"}, 65536}} {
+		var f inventoryFlags
+		fl := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+		f.register(fl)
+		if err := fl.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := f.spec("p", "", "")
+		if err != nil || spec.TotalMemoryMiB != tc.want {
+			t.Fatalf("%v: totalMemoryMiB %d, %v; want %d", tc.args, spec.TotalMemoryMiB, err, tc.want)
+		}
+	}
+	if newAgentCmd().Flags().Lookup("memory-mib") == nil {
+		t.Error("agent has no --memory-mib")
+	}
+}

@@ -1,5 +1,5 @@
 // One node: its status and flags, what it has reserved against what it
-// can allocate (a chart: capacity split by assignment, every core, every
+// can allocate (a chart: capacity and memory split by assignment, every core, every
 // GPU and capability), its labels and taints, its assignments, and the
 // cordon, uncordon and drain actions. Node and assignments are followed
 // with blocking queries.
@@ -39,7 +39,7 @@ function chartRow(y, label, total, segments, unit = '') {
 }
 
 // chart draws reserved against allocatable for every resource of n; the
-// capacity row splits what is reserved by assignment.
+// capacity and memory rows split what is reserved by assignment.
 function chart(n, assignments) {
   const r = n.reserved || {};
   const running = assignments.filter((a) => a.desired === 'run');
@@ -48,6 +48,13 @@ function chart(n, assignments) {
   const rest = (r.capacity || 0) - bySelf.reduce((s, x) => s + x.value, 0);
   if (rest > 0.0005) bySelf.push({ value: rest, title: `other reservations: ${num(rest)}` });
   rows.push(['capacity', n.allocatable, bySelf, ` (of ${num(n.totalCapacity)})`]);
+  if (n.totalMemoryMiB > 0) {
+    const mem = running.filter((a) => a.memoryMiB > 0)
+      .map((a) => ({ value: a.memoryMiB, title: `${a.bundleId || a.serviceId} / ${a.job}: ${a.memoryMiB} MiB` }));
+    const other = (r.memoryMiB || 0) - mem.reduce((s, x) => s + x.value, 0);
+    if (other > 0) mem.push({ value: other, title: `other reservations: ${other} MiB` });
+    rows.push(['memory', n.totalMemoryMiB, mem, ' MiB']);
+  }
   if (n.totalCores > 0) {
     rows.push(['cores', n.totalCores, (r.coreSet || []).map((c) => ({ value: 1, title: `core ${c}` }))]);
   }

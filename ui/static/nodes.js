@@ -1,6 +1,6 @@
 // Nodes: the servers' pages of node summaries, filtered by id prefix or a
 // CEL expression (node.labels["az"] == "az-1"), each linking to its node
-// page, with capacity used against allocatable.
+// page, with capacity and memory used against what the node offers.
 import { h, badge, num, ago, idLink, statusKind } from './app.js';
 import { pagedList } from './listview.js';
 
@@ -35,6 +35,7 @@ function row(n) {
     h('td', { class: 'small' }, labels.cloud || '–'),
     h('td', {}, usage(n.reservedCapacity, n.allocatable)),
     h('td', { class: 'num' }, `${n.reservedCores}/${n.totalCores}`),
+    h('td', { class: 'memory' }, n.totalMemoryMiB ? usage(n.reservedMemoryMiB, n.totalMemoryMiB, ' MiB') : '–'),
     h('td', { class: 'num' }, n.gpuCapacity ? `${num(n.reservedGpu)}/${num(n.gpuCapacity)}` : '–'),
     h('td', { class: 'num' }, n.assignments),
     h('td', { class: 'muted small' }, ago(n.lastSeen)));
@@ -44,7 +45,7 @@ export function mount(root) {
   return pagedList(root, {
     name: 'nodes', title: 'Nodes', path: '/v1/nodes', variable: 'node', perPage: 50,
     placeholder: 'id prefix, or e.g. node.labels["az"] == "az-1"',
-    columns: ['Node', 'Pool · tier', 'Status', 'AZ', 'Cloud', 'Capacity', 'Cores', 'GPU', 'Assignments', 'Last seen'],
+    columns: ['Node', 'Pool · tier', 'Status', 'AZ', 'Cloud', 'Capacity', 'Cores', 'Memory', 'GPU', 'Assignments', 'Last seen'],
     row,
     empty: 'No nodes are registered.',
     select: { param: 'status', label: 'Status', options: STATUSES },
