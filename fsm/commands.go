@@ -43,6 +43,8 @@ const (
 	SpawnBlockedType     MessageType = 23
 	PutTemplateType      MessageType = 24
 	DeleteTemplateType   MessageType = 25
+	// 26..29 are left to other branches' commands (memory, kinds).
+	SetCapsType MessageType = 30
 )
 
 // String names a command type for logs and errors.
@@ -66,6 +68,7 @@ var messageTypeNames = map[MessageType]string{
 	KeyringType:     "Keyring",
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
+	SetCapsType: "SetCaps",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
