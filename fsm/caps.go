@@ -231,3 +231,22 @@ func rebuildScopeUsage(txn *memdb.Txn) error {
 	}
 	return nil
 }
+
+// ClusterCaps returns what PUT /v1/caps set: the cluster's caps and every
+// group with caps.
+func (s *State) ClusterCaps() ClusterCaps {
+	var out ClusterCaps
+	for _, row := range s.CapScopes() {
+		if row.Name == ledger.ClusterScope {
+			out.Caps = row.Caps
+			continue
+		}
+		if g, ok := ledger.ScopeGroup(row.Name); ok && row.Caps != (ledger.PoolCaps{}) {
+			if out.Groups == nil {
+				out.Groups = map[string]ledger.PoolCaps{}
+			}
+			out.Groups[g] = row.Caps
+		}
+	}
+	return out
+}
