@@ -14,13 +14,13 @@ import (
 // placed before, and explain names the cap that stopped a bundle.
 func TestClusterAndGroupCaps(t *testing.T) {
 	cases := []struct {
-		name      string
-		caps      fsm.ClusterCaps
-		bundles   []string // id:pool:capacity, placed in one batch in this order
-		unplaced  string   // the bundle left unplaced, "" for none
-		stage     string
-		detail    string
-		}{
+		name     string
+		caps     fsm.ClusterCaps
+		bundles  []string // id:pool:capacity, placed in one batch in this order
+		unplaced string   // the bundle left unplaced, "" for none
+		stage    string
+		detail   string
+	}{
 		{name: "no caps: everything fits", bundles: []string{"a1:a:4000", "b1:b:2000", "c1:c:7000"}},
 		{name: "the group cap stops the second pool of the group",
 			caps:    fsm.ClusterCaps{Groups: map[string]ledger.PoolCaps{"g": {MaxCapacity: 5000}}},

@@ -22,9 +22,9 @@ type oracle struct {
 	// so the cluster holds exactly what the pool holds.
 	clusterCaps ledger.PoolCaps
 	hardAZ      bool
-	forbid   struct{ nodes, azs, clouds map[string]bool }
-	together [][]bool // together[i][k]: jobs i and k must share a node
-	apart    [][]bool
+	forbid      struct{ nodes, azs, clouds map[string]bool }
+	together    [][]bool // together[i][k]: jobs i and k must share a node
+	apart       [][]bool
 }
 
 func newOracle(st *fsm.State, spec *fsm.BundleSpec, slot int, hardAZ bool, extra []fsm.Place) *oracle {
