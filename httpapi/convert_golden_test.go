@@ -32,6 +32,7 @@ var addedFields = map[string][]string{
 	"Assignment":   {"Runtime"},
 	"Node":         {"Runtimes", "Kind"},
 	"InstanceType": {"Runtimes", "Kind", "Labels", "Taints"},
+	"Pool":         {"CapGroup"},
 }
 
 // fillOld is fill.New of T as its types were when the golden file was written.
