@@ -254,6 +254,14 @@ func samplePool() api.Pool {
 		Usage: api.PoolUsage{Capacity: 2.5, Cores: 4}, CreateIndex: 2, ModifyIndex: 4}
 }
 
+func sampleCaps() api.ClusterCaps {
+	return api.ClusterCaps{MaxCapacity: 1000, Usage: &api.PoolUsage{Capacity: 412.5, Cores: 96}, ModifyIndex: 77,
+		Groups: map[string]api.CapGroup{
+			"rack-7": {MaxCapacity: 200, MaxCores: 32, Usage: &api.PoolUsage{Capacity: 150, Cores: 24}, Pools: []string{"live", "edge"}},
+			"spare":  {Usage: &api.PoolUsage{}},
+		}}
+}
+
 func sampleService() api.NodeService {
 	return api.NodeService{ID: "ptp", Pools: []string{"live", "edge"}, Lifecycle: "eager",
 		Provides: []api.Capability{{Name: "ptp-clock", Count: 1}},
