@@ -69,6 +69,9 @@ var tableCases = []tableCase{
 		{"KIND", "live", "cluster"}, {"SCORING", "live", "spread"}, {"TIERS", "live", "onprem(dc),burst(aws)"},
 		{"CAPACITY", "live", "2.5/100 cap"}, {"CORES", "live", "4/unlimited cores"}, {"DEFAULTS", "live", "capacity=1 cores=2"},
 	}, nil},
+	{"pool list wide", []string{"pool", "list", "-o", "wide"}, []cellWant{
+		{"GROUP", "live", "rack-7"}, {"NODES", "live", "-"}, {"MODIFIED", "live", "4"},
+	}, nil},
 	{"caps get", []string{"caps", "get"}, []cellWant{
 		{"CAPACITY", "cluster", "412.5/1000 cap"}, {"CORES", "cluster", "96/unlimited cores"}, {"POOLS", "cluster", "(all)"},
 		{"CAPACITY", "group/rack-7", "150/200 cap"}, {"CORES", "group/rack-7", "24/32 cores"}, {"POOLS", "group/rack-7", "live,edge"},

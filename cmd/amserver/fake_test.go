@@ -250,7 +250,7 @@ func sampleAssignments() []api.Assignment {
 func samplePool() api.Pool {
 	return api.Pool{Name: "live", Kind: api.PoolCluster, Scoring: api.ScoringSpread,
 		Tiers: []api.Tier{{Name: "onprem", Cloud: "dc"}, {Name: "burst", Cloud: "aws"}},
-		Caps:  api.PoolCaps{MaxCapacity: 100}, Defaults: api.PoolDefaults{Capacity: 1, Cores: 2},
+		Caps:  api.PoolCaps{MaxCapacity: 100}, CapGroup: "rack-7", Defaults: api.PoolDefaults{Capacity: 1, Cores: 2},
 		Usage: api.PoolUsage{Capacity: 2.5, Cores: 4}, CreateIndex: 2, ModifyIndex: 4}
 }
 

@@ -31,13 +31,13 @@ func newPoolListCmd(a *app) *cobra.Command {
 		Paged: true, Variable: "pool",
 		Columns:     []string{"NAME", "KIND", "SCORING", "TIERS", "CAPACITY", "CORES", "DEFAULTS"},
 		Row:         poolRow,
-		WideColumns: []string{"NODES", "MODIFIED"},
+		WideColumns: []string{"GROUP", "NODES", "MODIFIED"},
 		WideRow: func(p api.Pool, _ time.Time) []string {
 			nodes := "-"
 			if p.Kind == api.PoolElastic {
 				nodes = fmt.Sprintf("%d-%d (warm %d)", p.MinNodes, p.MaxNodes, p.Warm)
 			}
-			return []string{nodes, strconv.FormatUint(p.ModifyIndex, 10)}
+			return []string{orDash(clean(p.CapGroup)), nodes, strconv.FormatUint(p.ModifyIndex, 10)}
 		},
 	}.build(a)
 }
