@@ -250,3 +250,30 @@ func (s *State) ClusterCaps() ClusterCaps {
 	}
 	return out
 }
+
+// TightestCaps bounds one job of the pool: per dimension, the lowest
+// non-zero cap among the pool's, its cap group's and the cluster's (static
+// validation reports a job no cap could ever take).
+func (s *State) TightestCaps(p *Pool) ledger.PoolCaps {
+	out := p.Caps
+	for _, sc := range ledger.ScopesOf(p.CapGroup) {
+		row := s.CapScopeRow(sc)
+		if row == nil {
+			continue
+		}
+		out.MaxCapacity = tighter(out.MaxCapacity, row.Caps.MaxCapacity)
+		out.MaxCores = int(tighter(int64(out.MaxCores), int64(row.Caps.MaxCores)))
+	}
+	return out
+}
+
+// tighter is the lower of two caps where 0 means none.
+func tighter(a, b int64) int64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}

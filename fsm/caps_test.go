@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,4 +195,43 @@ func TestCapsSnapshot(t *testing.T) {
 		t.Fatalf("cluster usage rebuilt as %+v, want 3000", got)
 	}
 	checkInvariants(t, other)
+}
+
+// TestTightestCapsBoundValidation: static validation bounds one job by the
+// lowest cap among the pool's, its group's and the cluster's.
+func TestTightestCapsBoundValidation(t *testing.T) {
+	cases := []struct {
+		name     string
+		pool     Pool
+		caps     ClusterCaps
+		want     ledger.PoolCaps
+		capacity int64
+		warn     bool
+	}{
+		{"none", Pool{Name: "a", CapGroup: "g"}, ClusterCaps{}, ledger.PoolCaps{}, 7000, false},
+		{"the group's", Pool{Name: "a", CapGroup: "g"}, ClusterCaps{Groups: map[string]ledger.PoolCaps{"g": {MaxCapacity: 5000}}},
+			ledger.PoolCaps{MaxCapacity: 5000}, 6000, true},
+		{"the cluster's under the pool's", Pool{Name: "a", CapGroup: "g", Caps: ledger.PoolCaps{MaxCapacity: 7000, MaxCores: 4}},
+			ClusterCaps{Caps: ledger.PoolCaps{MaxCapacity: 6000, MaxCores: 8}}, ledger.PoolCaps{MaxCapacity: 6000, MaxCores: 4}, 6000, false},
+		{"another group's do not count", Pool{Name: "c"}, ClusterCaps{Groups: map[string]ledger.PoolCaps{"g": {MaxCapacity: 5000}}},
+			ledger.PoolCaps{}, 6000, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := capsWorld(t)
+			h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: tc.pool})
+			h.ok(SetCapsType, &SetCapsRequest{Caps: tc.caps})
+			st := h.fsm.State()
+			if got := st.TightestCaps(st.Pool(tc.pool.Name)); got != tc.want {
+				t.Fatalf("TightestCaps = %+v, want %+v", got, tc.want)
+			}
+			spec := testBundle("v", tc.pool.Name, testJob("j", tc.capacity, 0))
+			Normalize(&spec)
+			got := Validate(&spec, st, nil)
+			warned := slices.ContainsFunc(got.Warnings, func(f Finding) bool { return f.Code == CodeUnsatisfiableCapacity })
+			if warned != tc.warn {
+				t.Fatalf("warnings %+v, want unsatisfiableCapacity %v", got.Warnings, tc.warn)
+			}
+		})
+	}
 }
