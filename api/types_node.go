@@ -169,11 +169,14 @@ type PoolUsage struct {
 // CreateIndex and ModifyIndex are read-only: ignored on PUT, so a pool read
 // back can be edited and put again.
 type Pool struct {
-	Name          string         `json:"name,omitempty"`
-	Kind          string         `json:"kind,omitempty"`
-	Tiers         []Tier         `json:"tiers,omitempty"`
-	Scoring       string         `json:"scoring,omitempty"`
-	Caps          PoolCaps       `json:"caps"`
+	Name    string   `json:"name,omitempty"`
+	Kind    string   `json:"kind,omitempty"`
+	Tiers   []Tier   `json:"tiers,omitempty"`
+	Scoring string   `json:"scoring,omitempty"`
+	Caps    PoolCaps `json:"caps"`
+	// CapGroup joins a cap group (PUT /v1/caps): the pool's reservations
+	// also count against the group's caps.
+	CapGroup      string         `json:"capGroup,omitempty"`
 	Defaults      PoolDefaults   `json:"defaults"`
 	InstanceTypes []InstanceType `json:"instanceTypes,omitempty"`
 	Provisioner   *Provisioner   `json:"provisioner,omitempty"`

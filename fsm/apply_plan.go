@@ -313,10 +313,4 @@ func orDefault(s, def string) string {
 
 // reserveUnchecked is the planted SkipRecheck bug: it books a grant without
 // asking whether it still fits.
-func reserveUnchecked(s ledger.Store, r ledger.Reservation) {
-	_, used, _ := s.Node(r.Node)
-	_, pool := s.Pool(r.Pool)
-	s.SetUsage(r.Node, used.Add(r.Grant))
-	s.SetPoolUsage(r.Pool, pool.Add(r.Grant))
-	s.PutReservation(r.Clone())
-}
+func reserveUnchecked(s ledger.Store, r ledger.Reservation) { ledger.BookUnchecked(s, r) }

@@ -13,14 +13,18 @@ func (f *FSM) applyUpsertPool(t *tx, req *UpsertPoolRequest) (any, error) {
 		return nil, err
 	}
 	p.Usage, p.CreateIndex = ledger.PoolUsage{}, t.index
+	oldGroup := ""
 	if old := t.State.Pool(p.Name); old != nil {
-		p.Usage, p.CreateIndex = old.Usage, old.CreateIndex
+		p.Usage, p.CreateIndex, oldGroup = old.Usage, old.CreateIndex, old.CapGroup
 		if n := len(t.Spawns(p.Name)); n > 0 && p.Kind != PoolElastic {
 			return nil, fmt.Errorf("%w: pool %s has %d provisioned nodes; it must stay elastic until they are given back", ErrInUse, p.Name, n)
 		}
 	}
 	if over := capsExceeded(&p); over != "" {
 		return nil, fmt.Errorf("%w: pool %s already holds more than the new %s cap", ErrConflict, p.Name, over)
+	}
+	if err := t.moveCapGroup(&p, oldGroup); err != nil {
+		return nil, err
 	}
 	t.putPool(&p)
 	return nil, nil

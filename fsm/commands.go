@@ -43,6 +43,8 @@ const (
 	SpawnBlockedType     MessageType = 23
 	PutTemplateType      MessageType = 24
 	DeleteTemplateType   MessageType = 25
+	// 26..29 are left to other branches' commands.
+	SetCapsType MessageType = 30
 	// 34..39 are the bundle kinds' (issue 18).
 	BatchTimerType MessageType = 34
 )
@@ -68,7 +70,7 @@ var messageTypeNames = map[MessageType]string{
 	KeyringType:     "Keyring",
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
-	BatchTimerType: "BatchTimer",
+	SetCapsType: "SetCaps", BatchTimerType: "BatchTimer",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.

@@ -5,12 +5,29 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/hashicorp/go-memdb"
+
+	"github.com/amserver/amserver/ledger"
 )
 
 // laterTables were added after the digest's first form; each is hashed
 // only when it holds rows, so a state without templates keeps the digest
 // it had before they existed (servers compare digests across upgrades).
-var laterTables = map[string]bool{tableTemplates: true, tableBlobs: true}
+var laterTables = map[string]bool{tableTemplates: true, tableBlobs: true, tableCaps: true}
+
+// nextHashed is the iterator's next row the digest covers. A cap scope
+// without caps holds only usage, which the pools' usage already determines:
+// leaving it out keeps the digest of a state that never set cluster or
+// group caps the one it had before they existed.
+func nextHashed(it memdb.ResultIterator) any {
+	for {
+		raw := it.Next()
+		if cs, ok := raw.(*CapScope); !ok || cs.Caps != (ledger.PoolCaps{}) {
+			return raw
+		}
+	}
+}
 
 // Digest is a SHA-256 over every table's rows in index order. Replicas that
 // applied the same log hold the same digest; the fault suite compares them
@@ -22,12 +39,12 @@ func (s *State) Digest() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("digest: iterate %s: %w", table, err)
 		}
-		raw := it.Next()
+		raw := nextHashed(it)
 		if raw == nil && laterTables[table] {
 			continue
 		}
 		_, _ = h.Write([]byte(table))
-		for ; raw != nil; raw = it.Next() {
+		for ; raw != nil; raw = nextHashed(it) {
 			b, err := json.Marshal(raw)
 			if err != nil {
 				return "", fmt.Errorf("digest: marshal %s row: %w", table, err)

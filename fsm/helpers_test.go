@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 
 	"github.com/hashicorp/raft"
 
@@ -128,6 +129,10 @@ func checkInvariants(t testingT, f *FSM) {
 	}
 	for _, p := range st.Pools() {
 		want.SetPoolCaps(p.Name, p.Caps)
+		want.SetPoolGroup(p.Name, p.CapGroup)
+	}
+	for _, sc := range st.CapScopes() {
+		want.SetPoolCaps(sc.Name, sc.Caps)
 	}
 	for _, r := range st.Reservations() {
 		if err := ledger.Reserve(want, r); err != nil {
@@ -149,6 +154,7 @@ func checkInvariants(t testingT, f *FSM) {
 			t.Fatalf("invariant: pool %s usage %+v, recomputed %+v", p.Name, p.Usage, used)
 		}
 	}
+	checkScopeInvariants(t, st, want)
 	checkBundlesMatchLedger(t, st)
 }
 
@@ -199,5 +205,31 @@ func restoreInto(t testingT, from, into *FSM) {
 	}
 	if err := into.Restore(io.NopCloser(&buf)); err != nil {
 		t.Fatalf("restore: %v", err)
+	}
+}
+
+// checkScopeInvariants: every cluster and cap group scope holds what the
+// replayed reservations of its pools hold (no more rows, no fewer), within
+// its caps (the replay's Reserve already refused anything over them).
+func checkScopeInvariants(t testingT, st *State, want *ledger.MemStore) {
+	t.Helper()
+	names := want.Scopes()
+	for _, sc := range st.CapScopes() {
+		names = append(names, sc.Name)
+	}
+	slices.Sort(names)
+	for _, name := range slices.Compact(names) {
+		_, used := want.Pool(name)
+		row := st.CapScopeRow(name)
+		switch {
+		case row == nil && used != (ledger.PoolUsage{}):
+			t.Fatalf("invariant: scope %s has no row, recomputed usage %+v", name, used)
+		case row != nil && row.Usage != used:
+			t.Fatalf("invariant: scope %s usage %+v, recomputed %+v", name, row.Usage, used)
+		case row != nil && row.Caps == (ledger.PoolCaps{}) && row.Usage == (ledger.PoolUsage{}):
+			t.Fatalf("invariant: scope %s has an empty row", name)
+		case row != nil && usageOver(row.Caps, row.Usage) != "":
+			t.Fatalf("invariant: scope %s usage %+v over caps %+v", name, row.Usage, row.Caps)
+		}
 	}
 }

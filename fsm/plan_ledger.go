@@ -43,6 +43,9 @@ func (l *planLedger) Pool(name string) (ledger.PoolCaps, ledger.PoolUsage) {
 	return caps, used
 }
 
+// PoolScopes implements ledger.Store.
+func (l *planLedger) PoolScopes(pool string) []string { return l.tx.PoolScopes(pool) }
+
 // Reservation implements ledger.Store.
 func (l *planLedger) Reservation(k ledger.Key) (ledger.Reservation, bool) {
 	return l.tx.Reservation(k)

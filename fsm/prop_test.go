@@ -20,7 +20,7 @@ var (
 // genCommand draws one command, looking at the current state so that plans
 // and reports are often meaningful (and sometimes deliberately stale).
 func genCommand(t *rapid.T, st *State, now int64) (MessageType, any) {
-	switch rapid.IntRange(0, 15).Draw(t, "kind") {
+	switch rapid.IntRange(0, 17).Draw(t, "kind") {
 	case 0:
 		return RegisterNodeType, &RegisterNodeRequest{Node: genNode(t), Now: now}
 	case 1:
@@ -40,9 +40,30 @@ func genCommand(t *rapid.T, st *State, now int64) (MessageType, any) {
 		return ApplyPlanType, genPlan(t, st, now)
 	case 10:
 		return genReport(t, st, now)
+	case 16:
+		return SetCapsType, &SetCapsRequest{Caps: genClusterCaps(t)}
+	case 17: // join or leave cap group g (refused when g's caps cannot hold the pool)
+		return UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p", CapGroup: rapid.SampledFrom([]string{"", "g"}).Draw(t, "capGroup"),
+			Caps: ledger.PoolCaps{MaxCapacity: rapid.Int64Range(0, 20000).Draw(t, "poolcap")}}}
 	default:
 		return TimerType, &TimerRequest{Now: now, Start: propBundles, Stop: propBundles}
 	}
+}
+
+// genClusterCaps draws cluster and group caps, often none, sometimes below
+// what is held (then the command is refused and changes nothing).
+func genClusterCaps(t *rapid.T) ClusterCaps {
+	draw := func(label string) ledger.PoolCaps {
+		if rapid.Bool().Draw(t, label+"Capped") {
+			return ledger.PoolCaps{}
+		}
+		return ledger.PoolCaps{MaxCapacity: rapid.Int64Range(0, 6000).Draw(t, label+"Cap"), MaxCores: rapid.IntRange(0, 4).Draw(t, label+"Cores")}
+	}
+	c := ClusterCaps{Caps: draw("cluster")}
+	if g := draw("group"); g != (ledger.PoolCaps{}) {
+		c.Groups = map[string]ledger.PoolCaps{"g": g}
+	}
+	return c
 }
 
 func genNode(t *rapid.T) Node {

@@ -23,13 +23,14 @@ const (
 	tableSpawns       = "spawns"
 	tableTemplates    = "templates"
 	tableBlobs        = "blobs"
+	tableCaps         = "caps"
 )
 
 // Tables lists every table in snapshot order; the index table comes last so a
 // restore sees every row before the indexes that describe them.
 var Tables = []string{
 	tableNodes, tablePools, tableBundles, tableReservations, tableAssignments,
-	tableServices, tableEvents, tableKeyring, tableSpawns, tableTemplates, tableBlobs, tableMeta, tableACLTokens, tableIndex,
+	tableServices, tableEvents, tableKeyring, tableSpawns, tableTemplates, tableBlobs, tableCaps, tableMeta, tableACLTokens, tableIndex,
 }
 
 // reservationRow stores a node service's ledger reservation under its key
@@ -120,6 +121,7 @@ func schema() *memdb.DBSchema {
 		}},
 		tableTemplates: {Name: tableTemplates, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(t *Template) string { return t.Name })}},
 		tableBlobs:     {Name: tableBlobs, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(b *TemplateBlob) string { return b.Digest })}},
+		tableCaps:      {Name: tableCaps, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(c *CapScope) string { return c.Name })}},
 	}}
 }
 

@@ -57,6 +57,9 @@ var sections = []section{
 	// Kinds 18 and 19: templates and their archives (DESIGN §2.3a).
 	{kind: 18, table: tableTemplates, row: func() any { return &Template{} }},
 	{kind: 19, table: tableBlobs, row: func() any { return &TemplateBlob{} }},
+	// Kind 20: cluster and cap group caps; their usage is rebuilt from the
+	// pools' on restore (rebuildScopeUsage).
+	{kind: 20, table: tableCaps, row: func() any { return &CapScope{} }},
 	{kind: 9, table: tableIndex, row: func() any { return &indexRow{} }},
 }
 
@@ -154,6 +157,9 @@ func ReadSnapshot(r io.Reader) (*memdb.MemDB, uint64, error) {
 		}
 	}
 	if err := <-decodeErr; err != nil {
+		return nil, 0, err
+	}
+	if err := rebuildScopeUsage(txn); err != nil {
 		return nil, 0, err
 	}
 	txn.Commit()

@@ -135,8 +135,14 @@ func (l txLedger) Node(id string) (ledger.Inventory, ledger.Usage, bool) {
 	return n.Inventory(), n.Usage, true
 }
 
-// Pool implements ledger.Store.
+// Pool implements ledger.Store; a scope's caps and usage are its row's.
 func (l txLedger) Pool(name string) (ledger.PoolCaps, ledger.PoolUsage) {
+	if ledger.IsScope(name) {
+		if row := l.t.CapScopeRow(name); row != nil {
+			return row.Caps, row.Usage
+		}
+		return ledger.PoolCaps{}, ledger.PoolUsage{}
+	}
 	p := l.t.State.Pool(name)
 	if p == nil {
 		return ledger.PoolCaps{}, ledger.PoolUsage{}
@@ -155,8 +161,21 @@ func (l txLedger) SetUsage(node string, used ledger.Usage) {
 	l.t.putNode(&cp)
 }
 
+// PoolScopes implements ledger.Store: the pool's cap group, then the
+// cluster. A pool that is gone counts against the cluster only.
+func (l txLedger) PoolScopes(pool string) []string {
+	if p := l.t.State.Pool(pool); p != nil {
+		return ledger.ScopesOf(p.CapGroup)
+	}
+	return ledger.ScopesOf("")
+}
+
 // SetPoolUsage implements ledger.Store.
 func (l txLedger) SetPoolUsage(pool string, used ledger.PoolUsage) {
+	if ledger.IsScope(pool) {
+		l.t.setScopeUsage(pool, used)
+		return
+	}
 	p := l.t.State.Pool(pool)
 	if p == nil {
 		return

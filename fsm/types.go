@@ -134,11 +134,14 @@ type InstanceType struct {
 
 // Pool groups nodes; it carries placement policy and aggregate caps.
 type Pool struct {
-	Name          string           `json:"name"`
-	Kind          string           `json:"kind"`
-	Tiers         []Tier           `json:"tiers,omitempty"`
-	Scoring       string           `json:"scoring"`
-	Caps          ledger.PoolCaps  `json:"caps"`
+	Name    string          `json:"name"`
+	Kind    string          `json:"kind"`
+	Tiers   []Tier          `json:"tiers,omitempty"`
+	Scoring string          `json:"scoring"`
+	Caps    ledger.PoolCaps `json:"caps"`
+	// CapGroup names the cap group whose caps the pool's reservations
+	// also count against ("" for none; caps.go).
+	CapGroup      string           `json:"capGroup,omitempty"`
 	Defaults      PoolDefaults     `json:"defaults"`
 	InstanceTypes []InstanceType   `json:"instanceTypes,omitempty"`
 	Provisioner   *Provisioner     `json:"provisioner,omitempty"`

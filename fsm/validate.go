@@ -428,9 +428,10 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 	}
 	req := v.pool.Effective(j.Requirements)
 	need := JobRuntimeNeed(j, v.st.TemplateRuntime)
+	caps := v.st.TightestCaps(v.pool)
 	if _, found := v.profiles.at(0); !found {
 		code := CodeUnsatisfiableCapacity
-		if s := shortfalls(req, need, profile{}, v.pool.Caps); len(s) > 0 {
+		if s := shortfalls(req, need, profile{}, caps); len(s) > 0 {
 			code = s[0].code
 		}
 		report(j.Name, code, "pool %q has no nodes or instance types yet", v.pool.Name)
@@ -442,7 +443,7 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 	n := 0
 	for p, ok := v.profiles.at(0); ok; p, ok = v.profiles.at(n) {
 		n++
-		s := shortfalls(req, need, p, v.pool.Caps)
+		s := shortfalls(req, need, p, caps)
 		if len(s) == 0 {
 			return
 		}

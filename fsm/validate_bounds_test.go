@@ -317,7 +317,7 @@ func TestPoolBounds(t *testing.T) {
 		}},
 		"instance type label with bidi": {CodeInvalidText, func(p *Pool) {
 			p.InstanceTypes = its(1)
-			p.InstanceTypes[0].Labels = map[string]string{"zone": "a‮b"}
+			p.InstanceTypes[0].Labels = map[string]string{"zone": "a\u202Eb"}
 		}},
 		"capacity cap at the bound":   {"", func(p *Pool) { p.Caps.MaxCapacity = maxPoolQuantity }},
 		"capacity cap over the bound": {CodeLimitExceeded, func(p *Pool) { p.Caps.MaxCapacity = maxPoolQuantity + 1 }},

@@ -196,6 +196,8 @@ func ValidatePool(p *Pool) error {
 		return invalidf("pool minNodes %d exceeds maxNodes %d", p.MinNodes, p.MaxNodes)
 	case p.IdleTimeout < 0 || p.SpawnTimeout < 0:
 		return invalidf("pool idleTimeout and spawnTimeout must be >= 0")
+	case p.CapGroup != "" && !validName(p.CapGroup):
+		return invalidf("pool capGroup %q must match %s", p.CapGroup, namePattern)
 	}
 	tiers := map[string]bool{}
 	for _, t := range p.Tiers {

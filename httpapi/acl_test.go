@@ -64,6 +64,10 @@ func TestACLStatusByKind(t *testing.T) {
 			mustJSON(t, api.AssignmentStatus{State: "running"}), map[string]int{fsm.ACLWorker: 403}},
 		{"worker cannot drain its own node", "POST", "/v1/nodes/n1/drain", nil, map[string]int{
 			fsm.ACLWorker: 403}},
+		{"read caps", "GET", "/v1/caps", nil, map[string]int{
+			"": 401, fsm.ACLRead: 200, fsm.ACLWorker: 403}},
+		{"set caps needs write", "PUT", "/v1/caps", []byte(`{"maxCores":64}`), map[string]int{
+			"": 401, fsm.ACLRead: 403, fsm.ACLWorker: 403, fsm.ACLWrite: 200}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -58,7 +59,7 @@ type badCase struct {
 
 func badInputCases() []badCase {
 	return slices.Concat(badRequestCases(), listCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(),
-		templateCases(), launchCases(), boundCases())
+		templateCases(), launchCases(), boundCases(), capsCases())
 }
 
 const bundles = "/v1/bundles"
@@ -164,6 +165,31 @@ func conflictCases() []badCase {
 		{"delete pool in use", "DELETE", "/v1/pools/p1", ``, 409, api.CodeInUse, ""},
 		{"move busy node", "PUT", "/v1/nodes/n1", `{"pool":"p2","totalCapacity":8,"totalCores":8}`, 409, api.CodeInUse, ""},
 		{"shrink below reserved", "PUT", "/v1/nodes/n1", `{"pool":"p1","totalCapacity":1,"totalCores":8,"gpus":[{"index":0,"totalCapacity":1}]}`, 409, api.CodeConflict, ""},
+	}
+}
+
+// capsCases: PUT /v1/caps refuses bad caps at the edge and a cap below
+// what is held in the FSM (b1 holds 2.5 units), changing nothing.
+func capsCases() []badCase {
+	const caps = "/v1/caps"
+	many := `{"groups":{`
+	for i := range 257 {
+		if i > 0 {
+			many += ","
+		}
+		many += fmt.Sprintf(`"g%d":{"maxCores":1}`, i)
+	}
+	many += `}}`
+	return []badCase{
+		{"caps negative", "PUT", caps, `{"maxCores":-1}`, 422, api.CodeValidationFailed, ""},
+		{"caps negative group", "PUT", caps, `{"groups":{"g":{"maxCapacity":-1}}}`, 422, api.CodeValidationFailed, ""},
+		{"caps below resolution", "PUT", caps, `{"maxCapacity":0.0001}`, 422, api.CodeValidationFailed, ""},
+		{"caps absurd", "PUT", caps, `{"maxCapacity":1000000000001}`, 422, api.CodeValidationFailed, fsm.CodeLimitExceeded},
+		{"caps bad group name", "PUT", caps, `{"groups":{"Rack 7":{"maxCores":1}}}`, 422, api.CodeValidationFailed, ""},
+		{"caps 257 groups", "PUT", caps, many, 422, api.CodeValidationFailed, fsm.CodeLimitExceeded},
+		{"caps unknown field", "PUT", caps, `{"maxCpu":1}`, 400, api.CodeBadRequest, ""},
+		{"caps below usage", "PUT", caps, `{"maxCapacity":1}`, 409, api.CodeConflict, ""},
+		{"pool bad capGroup", "PUT", "/v1/pools/p9", `{"capGroup":"Rack 7"}`, 422, api.CodeValidationFailed, ""},
 	}
 }
 

@@ -32,6 +32,7 @@ var addedFields = map[string][]string{
 	"Assignment":   {"Runtime", "MemoryLimitMiB", "Generation", "RunOnce", "ExitCode"},
 	"Node":         {"Runtimes", "Kind", "TotalMemoryMiB"},
 	"InstanceType": {"Runtimes", "Kind", "TotalMemoryMiB", "Labels", "Taints"},
+	"Pool":         {"CapGroup"},
 	// Issue 18: bundle kinds.
 	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
 	"Bundle":       {"Outcome", "FinishTime", "Generation"},

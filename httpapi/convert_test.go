@@ -14,7 +14,7 @@ import (
 // The table names reads watch must exist in the FSM, or blocking queries
 // would watch nothing and answer index 1 forever.
 func TestTableNamesExist(t *testing.T) {
-	for _, name := range []string{tableNodes, tablePools, tableBundles, tableAssignments, tableServices, tableEvents, tableKeyring, tableSpawns, tableTemplates} {
+	for _, name := range []string{tableNodes, tablePools, tableBundles, tableAssignments, tableServices, tableEvents, tableKeyring, tableSpawns, tableTemplates, tableCaps} {
 		if !slices.Contains(fsm.Tables, name) {
 			t.Errorf("table %q is not in fsm.Tables %v", name, fsm.Tables)
 		}

@@ -193,6 +193,12 @@ func handlerAccepts(want reflect.Type, raw []byte) error {
 		}
 		fsm.NormalizePool(&p)
 		return fsm.ValidatePool(&p)
+	case *api.ClusterCaps:
+		caps, err := capsFromAPI(*in)
+		if err != nil {
+			return err
+		}
+		return fsm.ValidateClusterCaps(&caps)
 	case *api.NodeService:
 		svc, err := serviceFromAPI(orDefault(in.ID, "svc"), *in)
 		if err != nil {

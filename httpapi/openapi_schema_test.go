@@ -23,7 +23,7 @@ var schemaTypes = []reflect.Type{
 	typ[api.RaftConfiguration](), typ[api.TransferLeadershipRequest](), typ[api.StateDigest](),
 	typ[api.ACLToken](), typ[api.ACLTokenRequest](), typ[api.ACLTokenCreated](),
 	typ[api.Tier](), typ[api.PoolCaps](), typ[api.PoolDefaults](), typ[api.InstanceType](),
-	typ[api.Provisioner](), typ[api.PoolUsage](), typ[api.Pool](), typ[api.PoolNodeStatus](), typ[api.PoolStatus](),
+	typ[api.Provisioner](), typ[api.PoolUsage](), typ[api.Pool](), typ[api.ClusterCaps](), typ[api.CapGroup](), typ[api.PoolNodeStatus](), typ[api.PoolStatus](),
 	typ[api.GPU](), typ[api.Capability](), typ[api.CapabilityCount](), typ[api.CapabilityRequest](),
 	typ[api.NodeSpec](), typ[api.GPUReserved](), typ[api.Reserved](), typ[api.Node](),
 	typ[api.GPUShare](), typ[api.Assignment](), typ[api.AssignmentStatus](),

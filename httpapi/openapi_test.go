@@ -252,6 +252,8 @@ var routeSpecs = map[string]opSpec{
 	"PUT /v1/pools/{name}":                        {req: typ[api.Pool](), ok: answers("200", typ[api.Pool]())},
 	"GET /v1/pools/{name}/status":                 {ok: answers("200", typ[api.PoolStatus]())},
 	"DELETE /v1/pools/{name}":                     {ok: answers("204", nil)},
+	"GET /v1/caps":                                {ok: answers("200", typ[api.ClusterCaps]())},
+	"PUT /v1/caps":                                {req: typ[api.ClusterCaps](), ok: answers("200", typ[api.ClusterCaps]())},
 	"GET /v1/nodes":                               {ok: answers("200", typ[[]api.NodeSummary]()), full: typ[[]api.Node]()},
 	"GET /v1/nodes/{id}":                          {ok: answers("200", typ[api.Node]())},
 	"PUT /v1/nodes/{id}":                          {req: typ[api.NodeSpec](), ok: answers("200", typ[api.Node]())},

@@ -55,6 +55,9 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(put, "/v1/pools/:name", s.putPool, writer, write)
 	s.handle(del, "/v1/pools/:name", s.deletePool, writer, write)
 	s.handle(get, "/v1/pools/:name/status", s.getPoolStatus, reader, read)
+	// Cluster-wide and cap group caps: written like pools.
+	s.handle(get, "/v1/caps", s.getCaps, reader, read)
+	s.handle(put, "/v1/caps", s.putCaps, writer, write)
 
 	// A worker token reaches its own node's registration, assignments and
 	// status reports, and nothing else.

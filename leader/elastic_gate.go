@@ -1,12 +1,14 @@
 package leader
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/ledger"
 )
 
 // maxGateDetail keeps a gating explanation well inside what the FSM takes
@@ -77,4 +79,32 @@ func clipDetail(s string) string {
 		cut--
 	}
 	return s[:cut] + "..."
+}
+
+// scopeCapped names the cluster or cap group cap that the bundle's jobs
+// would exceed in one of the pools, whatever nodes arrive: provisioning
+// cannot help, and the bundle's explain should say which cap stops it
+// rather than blame the instance types.
+func (pl *planner) scopeCapped(b *fsm.Bundle, pools []string) (stage, detail string) {
+	for _, name := range pools {
+		p := pl.pools[name]
+		var need ledger.Grant
+		for i := range b.Spec.Jobs {
+			r := p.Effective(b.Spec.Jobs[i].Requirements)
+			need.Capacity += r.Capacity
+			need.MemoryMiB += r.MemoryMiB
+			need.Cores = append(need.Cores, make([]int, r.Cores)...)
+		}
+		for _, sc := range ledger.ScopesOf(p.CapGroup) {
+			row := pl.st.CapScopeRow(sc)
+			if row == nil {
+				continue
+			}
+			var ex *ledger.ExhaustedError
+			if err := ledger.CheckScope(sc, row.Caps, row.Usage, need); errors.As(err, &ex) {
+				return ex.Dimension, ex.Detail
+			}
+		}
+	}
+	return "", ""
 }

@@ -133,3 +133,45 @@ func TestGateDetailIsBounded(t *testing.T) {
 		t.Fatalf("blocked %v", plan.blocked)
 	}
 }
+
+// TestPlannerBlocksAtScopeCaps: a bundle that the cluster's or its pool's
+// cap group's caps cannot take gets no node, and its explain names the cap.
+func TestPlannerBlocksAtScopeCaps(t *testing.T) {
+	cases := []struct {
+		name   string
+		group  string
+		caps   fsm.ClusterCaps
+		stage  string
+		detail string
+	}{
+		{"cluster", "", fsm.ClusterCaps{Caps: ledger.PoolCaps{MaxCapacity: 1000}}, ledger.DimClusterCaps, "cluster capacity: need 1500m, 1000m free of cap 1000m"},
+		{"group", "rack", fsm.ClusterCaps{Groups: map[string]ledger.PoolCaps{"rack": {MaxCores: 1}}}, ledger.DimGroupCaps, "cap group rack cores: need 2, 1 free of cap 1"},
+		{"another group's caps do not matter", "", fsm.ClusterCaps{Groups: map[string]ledger.PoolCaps{"rack": {MaxCores: 1}}}, "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFSMRig(t)
+			p := gatedPool()
+			p.CapGroup = tc.group
+			r.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: p})
+			spec := fsm.BundleSpec{ID: "b1", Pool: "e", Jobs: []fsm.Job{{Name: "a", Requirements: ledger.Request{Capacity: 1500, Cores: 2}}}}
+			r.ok(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec})
+			// Caps set after the create: validation refuses a job no cap
+			// could ever take, so lowered caps are how such a bundle exists.
+			r.ok(fsm.SetCapsType, &fsm.SetCapsRequest{Caps: tc.caps})
+			r.ok(fsm.ApplyPlanType, &fsm.Plan{Parts: []fsm.PlanPart{{Updates: []fsm.BundleUpdate{
+				{BundleID: "b1", Explain: &fsm.Explain{Filtered: map[string]int{}}}}}}})
+			plan := r.plan(0)
+			if tc.stage == "" {
+				if len(plan.spawns) != 1 || len(plan.blocked) != 0 {
+					t.Fatalf("spawns %+v blocked %v, want one spawn", plan.spawns, plan.blocked)
+				}
+				return
+			}
+			want := blocked{stage: tc.stage, detail: tc.detail}
+			if len(plan.spawns) != 0 || len(plan.blocked[want]) != 1 {
+				t.Fatalf("spawns %+v blocked %v, want b1 under %+v", plan.spawns, plan.blocked, want)
+			}
+		})
+	}
+}

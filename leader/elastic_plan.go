@@ -125,6 +125,10 @@ func (pl *planner) provisionFor(b *fsm.Bundle) {
 			return
 		}
 	}
+	if stage, detail := pl.scopeCapped(b, pools); stage != "" {
+		pl.block(b, stage, detail)
+		return
+	}
 	need, searched := pl.choose(b, pools)
 	if !searched || pl.outOfBudget(len(need)) {
 		return // the pass's budget ran out: planned on a later pass

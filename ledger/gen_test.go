@@ -244,7 +244,9 @@ func checkInvariants(t rapid.TB, s *MemStore) {
 		pools = append(pools, r.Pool)
 	}
 	slices.Sort(pools)
-	for _, name := range slices.Compact(pools) {
+	pools = slices.Compact(pools)
+	checkScopeInvariants(t, s, all, pools)
+	for _, name := range pools {
 		caps, used := s.Pool(name)
 		var want PoolUsage
 		for _, r := range all {
@@ -258,6 +260,32 @@ func checkInvariants(t rapid.TB, s *MemStore) {
 		if (caps.MaxCapacity > 0 && used.Capacity > caps.MaxCapacity) || (caps.MaxCores > 0 && used.Cores > caps.MaxCores) ||
 			(caps.MaxMemoryMiB > 0 && used.MemoryMiB > caps.MaxMemoryMiB) {
 			t.Fatalf("pool %s: usage %+v over caps %+v", name, used, caps)
+		}
+	}
+}
+
+// checkScopeInvariants: every aggregate scope's usage is what the
+// reservations of its pools hold, and within its caps.
+func checkScopeInvariants(t rapid.TB, s *MemStore, all []Reservation, pools []string) {
+	t.Helper()
+	scopes := append([]string{ClusterScope}, s.Scopes()...)
+	for _, p := range pools {
+		scopes = append(scopes, s.PoolScopes(p)...)
+	}
+	slices.Sort(scopes)
+	for _, sc := range slices.Compact(scopes) {
+		caps, used := s.Pool(sc)
+		var want PoolUsage
+		for _, r := range all {
+			if slices.Contains(s.PoolScopes(r.Pool), sc) {
+				want = want.Add(r.Grant)
+			}
+		}
+		if used != want {
+			t.Fatalf("scope %s: stored usage %+v, recomputed %+v", sc, used, want)
+		}
+		if (caps.MaxCapacity > 0 && used.Capacity > caps.MaxCapacity) || (caps.MaxCores > 0 && used.Cores > caps.MaxCores) {
+			t.Fatalf("scope %s: usage %+v over caps %+v", sc, used, caps)
 		}
 	}
 }

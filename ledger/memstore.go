@@ -13,6 +13,7 @@ type MemStore struct {
 	nodes        map[string]memNode
 	poolCaps     map[string]PoolCaps
 	poolUsage    map[string]PoolUsage
+	poolGroups   map[string]string // pool -> cap group
 	reservations map[Key]Reservation
 }
 
@@ -27,9 +28,37 @@ func NewMemStore() *MemStore {
 		nodes:        map[string]memNode{},
 		poolCaps:     map[string]PoolCaps{},
 		poolUsage:    map[string]PoolUsage{},
+		poolGroups:   map[string]string{},
 		reservations: map[Key]Reservation{},
 	}
 }
+
+// SetPoolGroup puts a pool in a cap group ("" for none). Like the FSM it
+// moves the pool's usage from the old group's scope to the new one's.
+func (m *MemStore) SetPoolGroup(pool, group string) {
+	old := m.poolGroups[pool]
+	if old == group {
+		return
+	}
+	used := m.poolUsage[pool]
+	if old != "" {
+		sc := GroupScope(old)
+		m.SetPoolUsage(sc, m.poolUsage[sc].Minus(used))
+	}
+	if group != "" {
+		sc := GroupScope(group)
+		m.SetPoolUsage(sc, m.poolUsage[sc].Plus(used))
+		m.poolGroups[pool] = group
+	} else {
+		delete(m.poolGroups, pool)
+	}
+}
+
+// PoolScopes implements Store.
+func (m *MemStore) PoolScopes(pool string) []string { return ScopesOf(m.poolGroups[pool]) }
+
+// PoolGroup returns the pool's cap group, "" for none.
+func (m *MemStore) PoolGroup(pool string) string { return m.poolGroups[pool] }
 
 // AddNode registers a node or replaces its inventory, keeping its usage.
 // It does not check Fits; callers that must refuse a shrinking inventory do.
@@ -107,6 +136,16 @@ func (m *MemStore) Nodes() []string { return slices.Sorted(maps.Keys(m.nodes)) }
 
 // Pools lists, in ascending order, every pool with caps or usage.
 func (m *MemStore) Pools() []string {
+	return slices.DeleteFunc(m.named(), IsScope)
+}
+
+// Scopes lists, in ascending order, every aggregate scope with caps or
+// usage.
+func (m *MemStore) Scopes() []string {
+	return slices.DeleteFunc(m.named(), func(n string) bool { return !IsScope(n) })
+}
+
+func (m *MemStore) named() []string {
 	names := slices.Collect(maps.Keys(m.poolCaps))
 	names = slices.AppendSeq(names, maps.Keys(m.poolUsage))
 	slices.Sort(names)
@@ -120,6 +159,7 @@ func (m *MemStore) Clone() *MemStore {
 		nodes:        maps.Clone(m.nodes),
 		poolCaps:     maps.Clone(m.poolCaps),
 		poolUsage:    maps.Clone(m.poolUsage),
+		poolGroups:   maps.Clone(m.poolGroups),
 		reservations: maps.Clone(m.reservations),
 	}
 }

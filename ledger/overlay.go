@@ -54,6 +54,9 @@ func (o *Overlay) Pool(name string) (PoolCaps, PoolUsage) {
 	return caps, used
 }
 
+// PoolScopes implements Store; membership is read from the base.
+func (o *Overlay) PoolScopes(pool string) []string { return o.base.PoolScopes(pool) }
+
 // Reservation implements Store.
 func (o *Overlay) Reservation(k Key) (Reservation, bool) {
 	if e, ok := o.reservations[k]; ok {

@@ -28,8 +28,42 @@ func newWorld(t *rapid.T) *world {
 	}
 	for _, p := range w.pools {
 		w.s.SetPoolCaps(p, genCaps(t))
+		w.s.SetPoolGroup(p, rapid.SampledFrom([]string{"", "", "g0", "g1"}).Draw(t, "group"))
+	}
+	// Aggregate caps: often none, sometimes below the sum of the pools'.
+	if rapid.Bool().Draw(t, "clusterCapped") {
+		w.s.SetPoolCaps(ClusterScope, genScopeCaps(t))
+	}
+	for _, g := range []string{"g0", "g1"} {
+		if rapid.Bool().Draw(t, "groupCapped") {
+			w.s.SetPoolCaps(GroupScope(g), genScopeCaps(t))
+		}
 	}
 	return w
+}
+
+func genScopeCaps(t *rapid.T) PoolCaps {
+	return PoolCaps{
+		MaxCapacity: rapid.Int64Range(0, 60).Draw(t, "scope.maxcap") * 100,
+		MaxCores:    rapid.IntRange(0, 24).Draw(t, "scope.maxcores"),
+	}
+}
+
+// regroup moves a pool to another cap group when the group's caps hold
+// the pool's usage (the FSM refuses the move otherwise).
+func (w *world) regroup(t *rapid.T) {
+	p := rapid.SampledFrom(w.pools).Draw(t, "regroupPool")
+	g := rapid.SampledFrom([]string{"", "g0", "g1"}).Draw(t, "regroupTo")
+	if g != "" && g != w.s.PoolGroup(p) {
+		caps, used := w.s.Pool(GroupScope(g))
+		_, add := w.s.Pool(p)
+		sum := used.Plus(add)
+		if (caps.MaxCapacity > 0 && sum.Capacity > caps.MaxCapacity) || (caps.MaxCores > 0 && sum.Cores > caps.MaxCores) {
+			t.Skip("the group's caps would not hold the pool")
+		}
+	}
+	w.s.SetPoolGroup(p, g)
+	checkInvariants(t, w.s)
 }
 
 // Where a drawn reservation's grant comes from.
@@ -139,6 +173,24 @@ func canonical(g Grant) Grant {
 	return g
 }
 
+// scopeOracle predicts whether the cluster and cap group caps take r, from
+// the reservations alone.
+func scopeOracle(s *MemStore, r Reservation) bool {
+	for _, sc := range s.PoolScopes(r.Pool) {
+		want := PoolUsage{}.Add(r.Grant)
+		for _, o := range s.Reservations() {
+			if slices.Contains(s.PoolScopes(o.Pool), sc) {
+				want = want.Add(o.Grant)
+			}
+		}
+		caps, _ := s.Pool(sc)
+		if (caps.MaxCapacity > 0 && want.Capacity > caps.MaxCapacity) || (caps.MaxCores > 0 && want.Cores > caps.MaxCores) {
+			return false
+		}
+	}
+	return true
+}
+
 // reserveOracle predicts Reserve's outcome from the grants alone.
 func reserveOracle(s *MemStore, r Reservation) (nodeOK, poolOK bool) {
 	inv, _, _ := s.Node(r.Node)
@@ -159,6 +211,8 @@ func reserveOracle(s *MemStore, r Reservation) (nodeOK, poolOK bool) {
 	return grantsViolation(inv, grants) == "", poolOK
 }
 
+func isCapDim(d string) bool { return d == DimPoolCaps || d == DimClusterCaps || d == DimGroupCaps }
+
 // reserve applies Reserve and checks it against the oracle, idempotence,
 // no-change-on-failure and release-restores-state.
 func (w *world) reserve(t *rapid.T, r Reservation) {
@@ -167,6 +221,7 @@ func (w *world) reserve(t *rapid.T, r Reservation) {
 	old, exists := s.Reservation(r.Key)
 	_, _, known := s.Node(r.Node)
 	nodeOK, poolOK := reserveOracle(s, r)
+	scopeOK := scopeOracle(s, r)
 	err := Reserve(s, r)
 	switch {
 	case exists:
@@ -180,13 +235,18 @@ func (w *world) reserve(t *rapid.T, r Reservation) {
 		}
 	case !nodeOK:
 		var ex *ExhaustedError
-		if err == nil || (!errors.Is(err, ErrInvalidGrant) && !errors.As(err, &ex)) || (ex != nil && ex.Dimension == DimPoolCaps) {
+		if err == nil || (!errors.Is(err, ErrInvalidGrant) && !errors.As(err, &ex)) || (ex != nil && isCapDim(ex.Dimension)) {
 			t.Fatalf("Reserve of a grant the node cannot hold = %v (%+v)", err, r.Grant)
 		}
 	case !poolOK:
 		var ex *ExhaustedError
 		if !errors.As(err, &ex) || ex.Dimension != DimPoolCaps {
 			t.Fatalf("Reserve over pool caps = %v", err)
+		}
+	case !scopeOK:
+		var ex *ExhaustedError
+		if !errors.As(err, &ex) || (ex.Dimension != DimClusterCaps && ex.Dimension != DimGroupCaps) {
+			t.Fatalf("Reserve over cluster or group caps = %v", err)
 		}
 	case err != nil:
 		t.Fatalf("Reserve of a fitting grant = %v", err)
@@ -315,6 +375,7 @@ func TestLedgerInvariants(t *testing.T) {
 				w.s.RemoveNode(rapid.SampledFrom(w.s.Nodes()).Draw(t, "remove"))
 			},
 			"rereserve": w.rereserve,
+			"regroup":   w.regroup,
 			"resize":    w.resize,
 			"":          func(t *rapid.T) { checkInvariants(t, w.s) },
 		}

@@ -13,6 +13,10 @@ type Store interface {
 	// Pool returns a pool's caps and usage; an unknown pool has zero caps
 	// (no limits) and zero usage.
 	Pool(name string) (caps PoolCaps, used PoolUsage)
+	// PoolScopes lists the aggregate scopes (scope.go) a pool's
+	// reservations also count against, narrowest first; Pool and
+	// SetPoolUsage take their names.
+	PoolScopes(pool string) []string
 	Reservation(k Key) (Reservation, bool)
 	SetUsage(node string, used Usage)
 	SetPoolUsage(pool string, used PoolUsage)
@@ -25,7 +29,8 @@ type Store interface {
 // It is idempotent: if a reservation with r's key already exists with the
 // same node, pool and an equal grant (GrantEqual) it returns nil; if anything
 // differs it returns an ErrConflict-wrapping error. Otherwise it returns
-// ErrUnknownNode, a Check error or a CheckPool error, or applies the
+// ErrUnknownNode, a Check error, a CheckPool error or a CheckScope error
+// (cluster or cap group caps), or applies the
 // reservation to node usage, pool usage and the reservation table. All checks
 // run before the first write, so on any error the store is unchanged.
 func Reserve(s Store, r Reservation) error {
@@ -46,14 +51,18 @@ func Reserve(s Store, r Reservation) error {
 	if err := CheckPool(caps, pool, r.Grant); err != nil {
 		return err
 	}
+	if err := checkScopes(s, r.Pool, r.Grant); err != nil {
+		return err
+	}
 	s.SetUsage(r.Node, used.Add(r.Grant))
 	s.SetPoolUsage(r.Pool, pool.Add(r.Grant))
+	addScopes(s, r.Pool, r.Grant, false)
 	s.PutReservation(r.Clone())
 	return nil
 }
 
 // Release removes the reservation with key k and gives its resources back to
-// its node and pool. It reports whether there was anything to release;
+// its node, pool and the pool's scopes. It reports whether there was anything to release;
 // releasing an absent key changes nothing. A reservation whose node is gone
 // is still deleted and its pool usage returned, so nothing squats capacity
 // after its owner is gone.
@@ -67,6 +76,7 @@ func Release(s Store, k Key) bool {
 	}
 	_, pool := s.Pool(r.Pool)
 	s.SetPoolUsage(r.Pool, pool.Sub(r.Grant))
+	addScopes(s, r.Pool, r.Grant, true)
 	s.DeleteReservation(k)
 	return true
 }

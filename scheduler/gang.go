@@ -89,7 +89,8 @@ type search struct {
 
 	poolCaps    ledger.PoolCaps
 	poolUsed    ledger.PoolUsage
-	sumCapacity int64 // what the groups assigned so far add to the pool
+	scopes      []scopeCaps // the capped cluster and cap group scopes
+	sumCapacity int64       // what the groups assigned so far add to the pool
 	sumCores    int
 	sumMemory   int64
 
@@ -122,6 +123,7 @@ func newSearch(sn *Snapshot, t *replicaTask, store ledger.Store, seed uint64, ha
 		s.scorers = append(s.scorers, buildScorers(t, g, soft))
 	}
 	s.poolCaps, s.poolUsed = store.Pool(t.pool.name)
+	s.scopes = cappedScopes(store, t.pool.name)
 	return s
 }
 

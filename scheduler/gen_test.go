@@ -67,6 +67,10 @@ func genWorldWith(t *rapid.T, lo, hi int, edit func(*fsm.BundleSpec)) *world {
 			MemoryMiB: int64(rapid.IntRange(0, 2).Draw(t, "defMem")) * 512}
 	}
 	c.pool(pool)
+	if rapid.IntRange(0, 3).Draw(t, "clusterCaps") == 0 {
+		c.ok(fsm.SetCapsType, &fsm.SetCapsRequest{Caps: fsm.ClusterCaps{Caps: ledger.PoolCaps{
+			MaxCapacity: int64(rapid.IntRange(0, 30).Draw(t, "clusterMaxCap")) * 1000, MaxCores: rapid.IntRange(0, 8).Draw(t, "clusterMaxCores")}}})
+	}
 	n := rapid.IntRange(lo, hi).Draw(t, "nodes")
 	for i := 1; i <= n; i++ {
 		c.node(genNode(t, fmt.Sprintf("n%d", i)))
@@ -125,6 +129,9 @@ func genExisting(t *rapid.T, c *cluster, id string) {
 	pool := st.Pool("p")
 	g, err := ledger.Fit(node.Inventory(), node.Usage, pool.Effective(j.Requirements))
 	if err != nil || ledger.CheckPool(pool.Caps, pool.Usage, g) != nil || !node.Placeable() {
+		return
+	}
+	if row := st.CapScopeRow(ledger.ClusterScope); row != nil && ledger.CheckScope(row.Name, row.Caps, row.Usage, g) != nil {
 		return
 	}
 	c.bundle(fsm.BundleSpec{ID: id, Pool: "p", Jobs: []fsm.Job{j}})

@@ -125,6 +125,10 @@ func checkInvariants(t tb, st *fsm.State) {
 	}
 	for _, p := range st.Pools() {
 		want.SetPoolCaps(p.Name, p.Caps)
+		want.SetPoolGroup(p.Name, p.CapGroup)
+	}
+	for _, sc := range st.CapScopes() {
+		want.SetPoolCaps(sc.Name, sc.Caps)
 	}
 	for _, r := range st.Reservations() {
 		if err := ledger.Reserve(want, r); err != nil {
@@ -143,6 +147,11 @@ func checkInvariants(t tb, st *fsm.State) {
 	for _, p := range st.Pools() {
 		if _, used := want.Pool(p.Name); used != p.Usage {
 			t.Fatalf("invariant: pool %s usage %+v, recomputed %+v", p.Name, p.Usage, used)
+		}
+	}
+	for _, sc := range st.CapScopes() {
+		if _, used := want.Pool(sc.Name); used != sc.Usage {
+			t.Fatalf("invariant: scope %s usage %+v, recomputed %+v", sc.Name, sc.Usage, used)
 		}
 	}
 	held := 0

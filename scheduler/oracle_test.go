@@ -18,15 +18,21 @@ type oracle struct {
 	nodes    []*fsm.Node
 	usage    map[string]ledger.Usage
 	poolUsed ledger.PoolUsage
-	hardAZ   bool
-	forbid   struct{ nodes, azs, clouds map[string]bool }
-	together [][]bool // together[i][k]: jobs i and k must share a node
-	apart    [][]bool
+	// clusterCaps bound poolUsed too: the generated worlds have one pool,
+	// so the cluster holds exactly what the pool holds.
+	clusterCaps ledger.PoolCaps
+	hardAZ      bool
+	forbid      struct{ nodes, azs, clouds map[string]bool }
+	together    [][]bool // together[i][k]: jobs i and k must share a node
+	apart       [][]bool
 }
 
 func newOracle(st *fsm.State, spec *fsm.BundleSpec, slot int, hardAZ bool, extra []fsm.Place) *oracle {
 	pool := st.Pool(spec.SlotPool(slot))
 	o := &oracle{spec: spec, pool: pool, nodes: st.Nodes(pool.Name), usage: map[string]ledger.Usage{}, poolUsed: pool.Usage, hardAZ: hardAZ}
+	if row := st.CapScopeRow(ledger.ClusterScope); row != nil {
+		o.clusterCaps = row.Caps
+	}
 	for _, n := range o.nodes {
 		o.usage[n.ID] = n.Usage
 	}
@@ -180,11 +186,12 @@ func (o *oracle) complete(assign []string) bool {
 		total.MemoryMiB += r.MemoryMiB
 		_ = i
 	}
-	caps := o.pool.Caps
-	if (caps.MaxCapacity > 0 && o.poolUsed.Capacity+total.Capacity > caps.MaxCapacity) ||
-		(caps.MaxCores > 0 && o.poolUsed.Cores+total.Cores > caps.MaxCores) ||
-		(caps.MaxMemoryMiB > 0 && o.poolUsed.MemoryMiB+total.MemoryMiB > caps.MaxMemoryMiB) {
-		return false
+	for _, caps := range []ledger.PoolCaps{o.pool.Caps, o.clusterCaps} {
+		if (caps.MaxCapacity > 0 && o.poolUsed.Capacity+total.Capacity > caps.MaxCapacity) ||
+			(caps.MaxCores > 0 && o.poolUsed.Cores+total.Cores > caps.MaxCores) ||
+			(caps.MaxMemoryMiB > 0 && o.poolUsed.MemoryMiB+total.MemoryMiB > caps.MaxMemoryMiB) {
+			return false
+		}
 	}
 	for id, n := range byID {
 		var reqs []ledger.Request

@@ -86,6 +86,10 @@ func (p *preemption) release(set []*Victim) {
 			}
 			_, pool := ov.Pool(r.Pool)
 			ov.SetPoolUsage(r.Pool, pool.Sub(r.Grant))
+			for _, sc := range ov.PoolScopes(r.Pool) {
+				_, used := ov.Pool(sc)
+				ov.SetPoolUsage(sc, used.Sub(r.Grant))
+			}
 		}
 	}
 }
@@ -110,10 +114,18 @@ func onePerBundle(list []*Victim) []*Victim {
 	})
 }
 
-// poolCapped reports whether the target pool has aggregate caps: then any
-// reservation in the pool, wherever it sits, can stand in the way.
+// poolCapped reports whether the target pool, its cap group or the cluster
+// has aggregate caps: then any reservation in the pool, wherever it sits,
+// can stand in the way. (Victims are sought in the pool only: a cluster or
+// group cap that reservations of other pools fill is not preempted for.)
 func (p *preemption) poolCapped() bool {
-	caps, _ := p.b.overlay.Pool(p.pool)
+	ov := p.b.overlay
+	caps, _ := ov.Pool(p.pool)
+	for _, sc := range ov.PoolScopes(p.pool) {
+		if c, _ := ov.Pool(sc); c != (ledger.PoolCaps{}) {
+			return true
+		}
+	}
 	return caps.MaxCapacity > 0 || caps.MaxCores > 0 || caps.MaxMemoryMiB > 0
 }
 

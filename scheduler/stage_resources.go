@@ -133,8 +133,9 @@ func (memoryFilter) Filter(c *cycle) bool {
 	return c.fail(StageMemory, c.hostMask())
 }
 
-// poolCapsFilter: the pool's aggregate caps hold with the whole replica's
-// reservations so far plus the group's.
+// poolCapsFilter: the pool's aggregate caps, and the cluster's and its cap
+// group's (scopeCapsFail), hold with the whole replica's reservations so
+// far plus the group's.
 type poolCapsFilter struct{}
 
 func (poolCapsFilter) Name() string { return StagePoolCaps }
@@ -162,9 +163,66 @@ func (poolCapsFilter) Filter(c *cycle) bool {
 				c.g.dem.memory, caps.MaxMemoryMiB-used.MemoryMiB-s.sumMemory, caps.MaxMemoryMiB)
 		}
 	default:
-		return true
+		return scopeCapsFail(c)
 	}
 	return c.fail(StagePoolCaps, s.assigned)
+}
+
+// scopeCaps is a cluster or cap group scope with caps, as the search saw
+// it when it started.
+type scopeCaps struct {
+	name string
+	caps ledger.PoolCaps
+	used ledger.PoolUsage
+}
+
+// cappedScopes lists the scopes above the pool that have caps.
+func cappedScopes(store ledger.Store, pool string) []scopeCaps {
+	var out []scopeCaps
+	for _, sc := range store.PoolScopes(pool) {
+		caps, used := store.Pool(sc)
+		if caps != (ledger.PoolCaps{}) {
+			out = append(out, scopeCaps{name: sc, caps: caps, used: used})
+		}
+	}
+	return out
+}
+
+// scopeCapsFail checks the cluster's and the pool's cap group's caps with
+// the whole replica's reservations so far plus the group's; the stage is
+// clusterCaps or groupCaps, and the detail names the cap.
+func scopeCapsFail(c *cycle) bool {
+	s := c.s
+	needCapacity, needCores := s.sumCapacity+c.g.dem.capacity, s.sumCores+c.g.dem.cores
+	needMemory := s.sumMemory + c.g.dem.memory
+	for i := range s.scopes {
+		sc := &s.scopes[i]
+		stage, title := ledger.DimClusterCaps, "cluster"
+		if g, ok := ledger.ScopeGroup(sc.name); ok {
+			stage, title = ledger.DimGroupCaps, "cap group "+g
+		}
+		switch {
+		case sc.caps.MaxCapacity > 0 && sc.used.Capacity+needCapacity > sc.caps.MaxCapacity:
+			if c.explain {
+				c.detail = fmt.Sprintf("%s capacity cap: need %s, %s free of %s", title, units(c.g.dem.capacity),
+					units(sc.caps.MaxCapacity-sc.used.Capacity-s.sumCapacity), units(sc.caps.MaxCapacity))
+			}
+		case sc.caps.MaxCores > 0 && sc.used.Cores+needCores > sc.caps.MaxCores:
+			if c.explain {
+				c.detail = fmt.Sprintf("%s cores cap: need %d, %d free of %d", title, c.g.dem.cores,
+					sc.caps.MaxCores-sc.used.Cores-s.sumCores, sc.caps.MaxCores)
+			}
+		case sc.caps.MaxMemoryMiB > 0 && sc.used.MemoryMiB+needMemory > sc.caps.MaxMemoryMiB:
+			if c.explain {
+				c.detail = fmt.Sprintf("%s memory cap: need %d MiB, %d MiB free of %d MiB", title, c.g.dem.memory,
+					sc.caps.MaxMemoryMiB-sc.used.MemoryMiB-s.sumMemory, sc.caps.MaxMemoryMiB)
+			}
+		default:
+			continue
+		}
+		return c.fail(stage, s.assigned)
+	}
+	return true
 }
 
 // units renders milli-units as the API's decimal units.

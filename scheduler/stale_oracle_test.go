@@ -33,6 +33,10 @@ func newStaleOracle(st *fsm.State) *staleOracle {
 	}
 	for _, p := range st.Pools() {
 		o.led.SetPoolCaps(p.Name, p.Caps)
+		o.led.SetPoolGroup(p.Name, p.CapGroup)
+	}
+	for _, sc := range st.CapScopes() {
+		o.led.SetPoolCaps(sc.Name, sc.Caps)
 	}
 	for _, r := range st.Reservations() {
 		if err := ledger.Reserve(o.led, r); err != nil {

@@ -24,6 +24,9 @@ type View interface {
 	// TemplateRuntime is the runtime of the template a ref names ("" when
 	// none): what a template launch needs of a node.
 	TemplateRuntime(ref string) string
+	// CapScopeRow returns the cluster's or a cap group's caps and usage
+	// (ledger.ClusterScope, ledger.GroupScope), or nil when it has none.
+	CapScopeRow(name string) *fsm.CapScope
 }
 
 var _ View = (*fsm.State)(nil)
@@ -47,13 +50,27 @@ func (s viewStore) Node(id string) (ledger.Inventory, ledger.Usage, bool) {
 	return n.inv, n.usage, true
 }
 
-// Pool implements ledger.Store.
+// Pool implements ledger.Store; scopes are read from the view.
 func (s viewStore) Pool(name string) (ledger.PoolCaps, ledger.PoolUsage) {
+	if ledger.IsScope(name) {
+		if row := s.idx.view.CapScopeRow(name); row != nil {
+			return row.Caps, row.Usage
+		}
+		return ledger.PoolCaps{}, ledger.PoolUsage{}
+	}
 	p := s.idx.pool(name).cfg
 	if p == nil {
 		return ledger.PoolCaps{}, ledger.PoolUsage{}
 	}
 	return p.Caps, p.Usage
+}
+
+// PoolScopes implements ledger.Store.
+func (s viewStore) PoolScopes(pool string) []string {
+	if p := s.idx.pool(pool).cfg; p != nil {
+		return ledger.ScopesOf(p.CapGroup)
+	}
+	return ledger.ScopesOf("")
 }
 
 // Reservation implements ledger.Store.

@@ -20,6 +20,7 @@ func serveAll(f *fakeAPI) {
 	f.reply("GET /v1/nodes/w-1", http.StatusOK, sampleNode())
 	f.reply("GET /v1/nodes/w-1/assignments", http.StatusOK, sampleAssignments())
 	f.reply("GET /v1/pools", http.StatusOK, []api.Pool{samplePool()})
+	f.reply("GET /v1/caps", http.StatusOK, sampleCaps())
 	f.reply("GET /v1/services", http.StatusOK, []api.NodeService{sampleService()})
 	f.reply("GET /v1/members", http.StatusOK, sampleMembers())
 	f.reply("GET /v1/operator/raft", http.StatusOK, sampleRaft())
@@ -72,6 +73,14 @@ var tableCases = []tableCase{
 	{"pool list", []string{"pool", "list"}, []cellWant{
 		{"KIND", "live", "cluster"}, {"SCORING", "live", "spread"}, {"TIERS", "live", "onprem(dc),burst(aws)"},
 		{"CAPACITY", "live", "2.5/100 cap"}, {"CORES", "live", "4/unlimited cores"}, {"DEFAULTS", "live", "capacity=1 cores=2"},
+	}, nil},
+	{"pool list wide", []string{"pool", "list", "-o", "wide"}, []cellWant{
+		{"GROUP", "live", "rack-7"}, {"NODES", "live", "-"}, {"MODIFIED", "live", "4"},
+	}, nil},
+	{"caps get", []string{"caps", "get"}, []cellWant{
+		{"CAPACITY", "cluster", "412.5/1000 cap"}, {"CORES", "cluster", "96/unlimited cores"}, {"POOLS", "cluster", "(all)"},
+		{"CAPACITY", "group/rack-7", "150/200 cap"}, {"CORES", "group/rack-7", "24/32 cores"}, {"POOLS", "group/rack-7", "live,edge"},
+		{"CAPACITY", "group/spare", "0/unlimited cap"}, {"POOLS", "group/spare", "-"},
 	}, nil},
 	{"service list", []string{"service", "list"}, []cellWant{
 		{"POOLS", "ptp", "live,edge"}, {"PROVIDES", "ptp", "ptp-clock:1"}, {"CONSUMES", "ptp", "-"},
@@ -200,6 +209,7 @@ func TestWrites(t *testing.T) {
 	f.reply("DELETE /v1/bundles/enc-1", http.StatusAccepted, sampleBundle())
 	f.reply("PUT /v1/bundles/enc-1", http.StatusOK, api.CreateResponse{Bundle: sampleBundle()})
 	f.reply("PUT /v1/pools/live", http.StatusOK, samplePool())
+	f.reply("PUT /v1/caps", http.StatusOK, sampleCaps())
 	f.reply("PUT /v1/services/ptp", http.StatusOK, sampleService())
 	f.on("DELETE /v1/operator/raft/peers/s3", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	f.on("POST /v1/operator/raft/transfer-leadership", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
@@ -207,6 +217,7 @@ func TestWrites(t *testing.T) {
 	bundleFile := writeFile(t, dir, "b.yaml", "id: enc-1\npool: live\njobs:\n  - name: encoder\n    requirements: {capacity: 2}\n")
 	poolFile := writeFile(t, dir, "p.json", `{"name": "live", "scoring": "spread", "caps": {"maxCapacity": 100}}`)
 	svcFile := writeFile(t, dir, "s.yaml", "id: ptp\npools: [live]\nlaunch: {driver: exec, command: [ptp4l]}\n")
+	capsFile := writeFile(t, dir, "c.yaml", "maxCapacity: 1000\ngroups: {rack-7: {maxCapacity: 200, maxCores: 32}}\n")
 
 	tests := []struct {
 		args         []string
@@ -220,6 +231,7 @@ func TestWrites(t *testing.T) {
 		{[]string{"bundle", "replace", bundleFile, "--cas", "9"}, "PUT", "/v1/bundles/enc-1", "cas=9", `bundle "enc-1" replaced (state degraded, modify index 9)`},
 		{[]string{"pool", "apply", poolFile}, "PUT", "/v1/pools/live", "", `pool "live" applied (kind cluster, modify index 4)`},
 		{[]string{"service", "apply", svcFile}, "PUT", "/v1/services/ptp", "", `service "ptp" applied`},
+		{[]string{"caps", "set", capsFile}, "PUT", "/v1/caps", "", `caps set (cluster capacity 1000, cores unlimited; 1 cap groups with caps; modify index 77)`},
 		{[]string{"operator", "raft", "remove-peer", "s3"}, "DELETE", "/v1/operator/raft/peers/s3", "", `server "s3" removed`},
 		{[]string{"operator", "raft", "transfer-leadership", "s2"}, "POST", "/v1/operator/raft/transfer-leadership", "", `leadership transferred to "s2"`},
 	}
@@ -242,6 +254,10 @@ func TestWrites(t *testing.T) {
 	var pool api.Pool
 	if err := json.Unmarshal(f.last("PUT", "/v1/pools/live").body, &pool); err != nil || pool.Caps.MaxCapacity != 100 || pool.Scoring != "spread" {
 		t.Errorf("pool body = %+v, %v", pool, err)
+	}
+	var caps api.ClusterCaps
+	if err := json.Unmarshal(f.last("PUT", "/v1/caps").body, &caps); err != nil || caps.MaxCapacity != 1000 || caps.Groups["rack-7"].MaxCores != 32 {
+		t.Errorf("caps body = %+v, %v", caps, err)
 	}
 }
 

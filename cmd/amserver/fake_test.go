@@ -254,8 +254,16 @@ func sampleAssignments() []api.Assignment {
 func samplePool() api.Pool {
 	return api.Pool{Name: "live", Kind: api.PoolCluster, Scoring: api.ScoringSpread,
 		Tiers: []api.Tier{{Name: "onprem", Cloud: "dc"}, {Name: "burst", Cloud: "aws"}},
-		Caps:  api.PoolCaps{MaxCapacity: 100}, Defaults: api.PoolDefaults{Capacity: 1, Cores: 2},
+		Caps:  api.PoolCaps{MaxCapacity: 100}, CapGroup: "rack-7", Defaults: api.PoolDefaults{Capacity: 1, Cores: 2},
 		Usage: api.PoolUsage{Capacity: 2.5, Cores: 4}, CreateIndex: 2, ModifyIndex: 4}
+}
+
+func sampleCaps() api.ClusterCaps {
+	return api.ClusterCaps{PoolCaps: api.PoolCaps{MaxCapacity: 1000}, Usage: &api.PoolUsage{Capacity: 412.5, Cores: 96}, ModifyIndex: 77,
+		Groups: map[string]api.CapGroup{
+			"rack-7": {PoolCaps: api.PoolCaps{MaxCapacity: 200, MaxCores: 32, MaxMemoryMiB: 65536}, Usage: &api.PoolUsage{Capacity: 150, Cores: 24}, Pools: []string{"live", "edge"}},
+			"spare":  {Usage: &api.PoolUsage{}},
+		}}
 }
 
 func sampleService() api.NodeService {

@@ -60,6 +60,8 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"pool", "list"}},
 		{args: []string{"pool", "status"}},
 		{args: []string{"pool", "status", "extra"}},
+		{args: []string{"caps", "set", "--max-cores", "100000", "--group", "rack-7=0:0"}},
+		{args: []string{"caps", "get"}},
 		{args: []string{"service", "apply", service}},
 		{args: []string{"service", "list"}},
 		{args: []string{"template", "push", tpl, "--name", "web"}},

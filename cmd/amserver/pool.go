@@ -31,13 +31,13 @@ func newPoolListCmd(a *app) *cobra.Command {
 		Paged: true, Variable: "pool",
 		Columns:     []string{"NAME", "KIND", "SCORING", "TIERS", "CAPACITY", "CORES", "DEFAULTS"},
 		Row:         poolRow,
-		WideColumns: []string{"MEMORY", "NODES", "MODIFIED"},
+		WideColumns: []string{"MEMORY", "GROUP", "NODES", "MODIFIED"},
 		WideRow: func(p api.Pool, _ time.Time) []string {
 			nodes := "-"
 			if p.Kind == api.PoolElastic {
 				nodes = fmt.Sprintf("%d-%d (warm %d)", p.MinNodes, p.MaxNodes, p.Warm)
 			}
-			return []string{capped(float64(p.Usage.MemoryMiB), float64(p.Caps.MaxMemoryMiB), "MiB"), nodes, strconv.FormatUint(p.ModifyIndex, 10)}
+			return []string{capped(float64(p.Usage.MemoryMiB), float64(p.Caps.MaxMemoryMiB), "MiB"), orDash(clean(p.CapGroup)), nodes, strconv.FormatUint(p.ModifyIndex, 10)}
 		},
 	}.build(a)
 }
