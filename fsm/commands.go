@@ -43,6 +43,9 @@ const (
 	SpawnBlockedType     MessageType = 23
 	PutTemplateType      MessageType = 24
 	DeleteTemplateType   MessageType = 25
+	// ServiceOfferType offers (or withdraws) a lazy node service's
+	// capabilities on nodes (DESIGN §2.5).
+	ServiceOfferType MessageType = 40
 )
 
 // String names a command type for logs and errors.
@@ -66,6 +69,7 @@ var messageTypeNames = map[MessageType]string{
 	KeyringType:     "Keyring",
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
+	ServiceOfferType: "ServiceOffer",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
@@ -147,6 +151,19 @@ type AssignmentStatusRequest struct {
 // UpsertServiceRequest creates or replaces a node service.
 type UpsertServiceRequest struct {
 	Service NodeService
+}
+
+// ServiceOfferRequest adds lazy services' capabilities to nodes where they
+// may start, or withdraws them (any service's) from nodes.
+type ServiceOfferRequest struct {
+	Offers []ServiceOffer
+}
+
+// ServiceOffer is one service on one node.
+type ServiceOffer struct {
+	ServiceID string
+	Node      string
+	Withdraw  bool
 }
 
 // DeleteServiceRequest removes a node service and stops its assignments.

@@ -96,6 +96,7 @@ func (f *FSM) registerHandlers() {
 	f.handlers[SpawnBlockedType] = decoded(f.applySpawnBlocked)
 	f.handlers[PutTemplateType] = decoded(f.applyPutTemplate)
 	f.handlers[DeleteTemplateType] = decoded(f.applyDeleteTemplate)
+	f.handlers[ServiceOfferType] = decoded(f.applyServiceOffer)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.
