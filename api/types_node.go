@@ -198,10 +198,10 @@ type NodeService struct {
 	ModifyIndex uint64   `json:"modifyIndex,omitempty"`
 }
 
-// Node service lifecycles.
+// Node service lifecycles (NodeService.Lifecycle).
 const (
-	LifecycleEager = "eager"
-	LifecycleLazy  = "lazy"
+	ServiceLifecycleEager = "eager"
+	ServiceLifecycleLazy  = "lazy"
 )
 
 // ServiceRequirements is what a node service reserves on each node it runs

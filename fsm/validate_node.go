@@ -228,8 +228,8 @@ func validateElastic(p *Pool) error {
 
 // Node service lifecycles (DESIGN §2.5).
 const (
-	LifecycleEager = api.LifecycleEager
-	LifecycleLazy  = api.LifecycleLazy
+	LifecycleEager = api.ServiceLifecycleEager
+	LifecycleLazy  = api.ServiceLifecycleLazy
 )
 
 // CodeLazyProvidesNothing: a lazy service that provides no capability.

@@ -32,6 +32,9 @@ var addedFields = map[string][]string{
 	"Assignment":   {"Runtime"},
 	"Node":         {"Runtimes", "Kind"},
 	"InstanceType": {"Runtimes", "Kind"},
+	// issue 18: node services' requirements and constraints
+	// (TestServiceConvertsRequirements).
+	"NodeService": {"Requirements", "Constraints"},
 }
 
 // fillOld is fill.New of T as its types were when the golden file was written.
