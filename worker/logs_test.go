@@ -237,3 +237,23 @@ func TestTailOffset(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerLogsCompose: a stack's output, each line prefixed with its
+// service, stdout and stderr apart.
+func TestWorkerLogsCompose(t *testing.T) {
+	t.Parallel()
+	requireCompose(t)
+	node, dataDir, src := testNode(), t.TempDir(), &fakeTemplates{}
+	t.Cleanup(func() { sweepNode(t, node) })
+	ref := src.add("web", tarball(t, stackFiles(t, "")))
+	d := newDispatcher(t, node, dataDir, src, api.RuntimeCompose)
+	a := assignment(node, "b1", "web", composeLaunch(ref, map[string]string{"IMAGE": testImage(t), "GREETING": "hi"}), api.RuntimeCompose)
+	waitState(t, d, a, api.JobRunning, 2*time.Minute)
+	srv := logServer(t, d)
+	poll.Eventually(t, time.Minute, "both streams served", func() error {
+		_, out := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", nil))
+		_, errs := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", url.Values{"stream": {"stderr"}}))
+		return poll.Check(strings.Contains(out, "web | "+envLine("AMSERVER_ROLE", "primary")) && strings.Contains(errs, "side | side says hi"),
+			"stdout %q, stderr %q", out, errs)
+	})
+}
