@@ -117,3 +117,24 @@ func TestLazyServiceLifecycleInFSM(t *testing.T) {
 	}
 	checkInvariants(t, h.fsm)
 }
+
+// TestLazyServiceSurvivesSnapshot: a service's requirements, constraints
+// and lifecycle and a node's offer come back from a snapshot, over a
+// non-empty FSM.
+func TestLazyServiceSurvivesSnapshot(t *testing.T) {
+	h := lazyHarness(t)
+	h.ok(ServiceOfferType, &ServiceOfferRequest{Offers: []ServiceOffer{{ServiceID: "cache", Node: "n1"}}})
+	other := lazyHarness(t)
+	other.ok(DeleteServiceType, &DeleteServiceRequest{ID: "cache"})
+	restoreInto(t, h.fsm, other.fsm)
+	if stateHash(t, other.fsm) != stateHash(t, h.fsm) {
+		t.Fatal("restored state differs")
+	}
+	svc := other.fsm.State().Service("cache")
+	if svc == nil || svc.Lifecycle != LifecycleLazy || svc.Requirements.Capacity != 500 || svc.Requirements.Cores != 1 || len(svc.Constraints) != 1 {
+		t.Fatalf("restored service %+v", svc)
+	}
+	if !hasCapability(other.fsm.State(), "n1", "cache") {
+		t.Fatal("the offer did not survive the snapshot")
+	}
+}
