@@ -153,15 +153,12 @@ func TestWorkerLogsFollow(t *testing.T) {
 	}
 }
 
-// TestWorkerLogsWasm: a wasm module's stdout and stderr, served after it
-// exited; following an exited module ends at once.
-func TestWorkerLogsWasm(t *testing.T) {
-	src := &fakeTemplates{}
-	ref := src.add("mod", tarball(t, map[string][]byte{"main.wasm": testModule(t)}))
-	dataDir := t.TempDir()
-	d := newDispatcher(t, "w1", dataDir, src, api.RuntimeWasm)
+// checkWasmLogs: a wasm module's stdout and stderr, served after it
+// exited; following an exited module ends at once. TestWasmDriver runs it
+// with its dispatcher, whose compiled module is cached.
+func checkWasmLogs(t *testing.T, d *Dispatcher, ref string) {
 	params := map[string]string{"WORKLOAD_EXIT": "4", "WORKLOAD_STDERR": "wasm says bye"}
-	a := assignment("w1", "b1", "mod", wasmLaunch(ref, params), api.RuntimeWasm)
+	a := assignment("w1", "b9", "mod", wasmLaunch(ref, params), api.RuntimeWasm)
 	waitState(t, d, a, api.JobFailed, time.Minute)
 	srv := logServer(t, d)
 	status, out := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", url.Values{"follow": {"true"}}))
