@@ -131,7 +131,7 @@ var propServices = []string{"s1", "s2"}
 // charged some capacity and cores.
 func genService(t *rapid.T) NodeService {
 	svc := NodeService{ID: rapid.SampledFrom(propServices).Draw(t, "service"), Pools: []string{"p"},
-		Provides: []ledger.Capability{{Name: "cache", Count: rapid.Int64Range(1, 3).Draw(t, "provides")}},
+		Provides:     []ledger.Capability{{Name: "cache", Count: rapid.Int64Range(1, 3).Draw(t, "provides")}},
 		Requirements: ServiceRequirements{Capacity: rapid.Int64Range(0, 2000).Draw(t, "scap"), Cores: rapid.IntRange(0, 2).Draw(t, "scores")}}
 	if rapid.Bool().Draw(t, "lazy") {
 		svc.Lifecycle = LifecycleLazy
