@@ -27,9 +27,6 @@ const (
 	DefaultHTTPPort   = 7070
 	DefaultRaftPort   = 7071
 	DefaultGossipPort = 7072
-	// DefaultWorkerHTTPPort is where a worker serves its assignments' logs:
-	// not 7070, so a server and a worker can share a host.
-	DefaultWorkerHTTPPort = 7073
 )
 
 // Config is an operator's configuration of one server.

@@ -75,6 +75,10 @@ const (
 	FindingKindMismatch   = "kindMismatch"   // a field another kind owns (count on a resilient bundle, ...)
 	// FindingReservedTag is a warning: a "__" tag was removed.
 	FindingReservedTag = "reservedTag"
+	// FindingLazyServiceProvidesNothing: a lazy node service starts only
+	// where a bundle consumes what it provides, so one that provides
+	// nothing would never start.
+	FindingLazyServiceProvidesNothing = "lazyServiceProvidesNothing"
 )
 
 // Finding is one static-validation result.

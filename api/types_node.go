@@ -200,17 +200,37 @@ type CapabilityRequest struct {
 	AttributeMatches map[string]string `json:"attributeMatches,omitempty"`
 }
 
-// NodeService is an eager per-node service (DESIGN §2.5). CreateIndex and
-// ModifyIndex are read-only and ignored on PUT.
+// NodeService is a per-node service (DESIGN §2.5): eager on every node it
+// may run on, or lazy, on the nodes where a bundle consumes what it
+// provides. CreateIndex and ModifyIndex are read-only and ignored on PUT.
 type NodeService struct {
-	ID          string              `json:"id,omitempty"`
-	Pools       []string            `json:"pools"`
-	Consumes    []CapabilityRequest `json:"consumes,omitempty"`
-	Provides    []Capability        `json:"provides,omitempty"`
-	Lifecycle   string              `json:"lifecycle,omitempty"`
-	Launch      Launch              `json:"launch"`
-	CreateIndex uint64              `json:"createIndex,omitempty"`
-	ModifyIndex uint64              `json:"modifyIndex,omitempty"`
+	ID       string              `json:"id,omitempty"`
+	Pools    []string            `json:"pools"`
+	Consumes []CapabilityRequest `json:"consumes,omitempty"`
+	Provides []Capability        `json:"provides,omitempty"`
+	// Requirements are charged in the ledger on every node the service
+	// runs on, as a job's are.
+	Requirements ServiceRequirements `json:"requirements,omitzero"`
+	// Constraints are CEL expressions over the node (as a job's): the
+	// service runs only on nodes where all hold.
+	Constraints []string `json:"constraints,omitempty"`
+	Lifecycle   string   `json:"lifecycle,omitempty"`
+	Launch      Launch   `json:"launch"`
+	CreateIndex uint64   `json:"createIndex,omitempty"`
+	ModifyIndex uint64   `json:"modifyIndex,omitempty"`
+}
+
+// Node service lifecycles (NodeService.Lifecycle).
+const (
+	ServiceLifecycleEager = "eager"
+	ServiceLifecycleLazy  = "lazy"
+)
+
+// ServiceRequirements is what a node service reserves on each node it runs
+// on: capacity (API units) and pinned cores.
+type ServiceRequirements struct {
+	Capacity float64 `json:"capacity,omitempty"`
+	Cores    int     `json:"cores,omitempty"`
 }
 
 // Node states of a pool's status (PoolNodeStatus.State).

@@ -68,6 +68,11 @@ func (t *tx) jobReport(a *Assignment, status string) {
 // runs, and withdraws them when it stops or fails (DESIGN §2.5).
 func (t *tx) serviceReport(a *Assignment, status string) {
 	if status != JobRunning {
+		// A lazy service stopped on purpose (its last consumer left) keeps
+		// its offer; one that failed loses it, as an eager one does.
+		if svc := t.Service(a.ServiceID); svc != nil && svc.Lifecycle == LifecycleLazy && a.Desired != DesiredRun && status == JobStopped {
+			return
+		}
 		t.withdrawProvided(a.NodeID, a.ServiceID)
 		return
 	}
@@ -97,6 +102,9 @@ func (f *FSM) applyUpsertService(t *tx, req *UpsertServiceRequest) (any, error) 
 	if err := ValidateService(&s); err != nil {
 		return nil, err
 	}
+	if err := CheckServiceConstraints(&s, f.exprs); err != nil {
+		return nil, err
+	}
 	s.CreateIndex = t.index
 	if old := t.Service(s.ID); old != nil {
 		s.CreateIndex = old.CreateIndex
@@ -116,6 +124,7 @@ func (f *FSM) applyDeleteService(t *tx, req *DeleteServiceRequest) (any, error) 
 		t.stopAssignment(a.ID)
 		t.withdrawProvided(a.NodeID, s.ID)
 	}
+	t.withdrawServiceEverywhere(s)
 	t.delete(tableServices, s)
 	return nil, nil
 }
@@ -142,10 +151,13 @@ func (t *tx) stageServices(overlay *ledger.Overlay, list []ServicePlacement) ([]
 			ledger.Release(overlay, k)
 			continue
 		}
-		n := t.State.Node(sp.Node)
-		if n == nil || !n.Placeable() || !slices.Contains(svc.Pools, n.Pool) || !n.RuntimeSet().Fits(ServiceRuntimeNeed(svc)) {
-			return nil, fmt.Errorf("%w: node %s cannot run service %s", ErrConflict, sp.Node, svc.ID)
+		if err := t.serviceFits(svc, sp.Node); err != nil {
+			return nil, err
 		}
+		if err := checkServiceGrant(svc, sp); err != nil {
+			return nil, err
+		}
+		n := t.State.Node(sp.Node)
 		r := ledger.Reservation{Key: k, Node: n.ID, Pool: n.Pool, Grant: sp.Grant}
 		if err := ledger.Reserve(overlay, r); err != nil {
 			return nil, fmt.Errorf("service %s on node %s: %w", svc.ID, n.ID, err)
@@ -159,7 +171,9 @@ func (t *tx) commitServices(list []ServicePlacement) {
 		id := serviceAssignmentID(sp.ServiceID, sp.Node)
 		if sp.Stop {
 			t.stopAssignment(id)
-			t.withdrawProvided(sp.Node, sp.ServiceID)
+			if svc := t.Service(sp.ServiceID); svc == nil || svc.Lifecycle != LifecycleLazy {
+				t.withdrawProvided(sp.Node, sp.ServiceID) // a lazy service's offer stays (the leader withdraws it)
+			}
 			continue
 		}
 		svc := t.Service(sp.ServiceID)

@@ -47,6 +47,9 @@ const (
 	SetCapsType MessageType = 30
 	// 34..39 are the bundle kinds' (issue 18).
 	BatchTimerType MessageType = 34
+	// ServiceOfferType offers (or withdraws) a lazy node service's
+	// capabilities on nodes (DESIGN §2.5).
+	ServiceOfferType MessageType = 40
 )
 
 // String names a command type for logs and errors.
@@ -71,6 +74,7 @@ var messageTypeNames = map[MessageType]string{
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
 	SetCapsType: "SetCaps", BatchTimerType: "BatchTimer",
+	ServiceOfferType: "ServiceOffer",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
@@ -171,6 +175,19 @@ type SlotJobRef struct {
 // UpsertServiceRequest creates or replaces a node service.
 type UpsertServiceRequest struct {
 	Service NodeService
+}
+
+// ServiceOfferRequest adds lazy services' capabilities to nodes where they
+// may start, or withdraws them (any service's) from nodes.
+type ServiceOfferRequest struct {
+	Offers []ServiceOffer
+}
+
+// ServiceOffer is one service on one node.
+type ServiceOffer struct {
+	ServiceID string
+	Node      string
+	Withdraw  bool
 }
 
 // DeleteServiceRequest removes a node service and stops its assignments.

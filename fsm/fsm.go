@@ -98,6 +98,7 @@ func (f *FSM) registerHandlers() {
 	f.handlers[DeleteTemplateType] = decoded(f.applyDeleteTemplate)
 	f.handlers[SetCapsType] = decoded(f.applySetCapsWire)
 	f.handlers[BatchTimerType] = decoded(f.applyBatchTimer)
+	f.handlers[ServiceOfferType] = decoded(f.applyServiceOffer)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

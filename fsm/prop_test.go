@@ -20,7 +20,7 @@ var (
 // genCommand draws one command, looking at the current state so that plans
 // and reports are often meaningful (and sometimes deliberately stale).
 func genCommand(t *rapid.T, st *State, now int64) (MessageType, any) {
-	switch rapid.IntRange(0, 17).Draw(t, "kind") {
+	switch rapid.IntRange(0, 21).Draw(t, "kind") {
 	case 0:
 		return RegisterNodeType, &RegisterNodeRequest{Node: genNode(t), Now: now}
 	case 1:
@@ -45,6 +45,12 @@ func genCommand(t *rapid.T, st *State, now int64) (MessageType, any) {
 	case 17: // join or leave cap group g (refused when g's caps cannot hold the pool)
 		return UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p", CapGroup: rapid.SampledFrom([]string{"", "g"}).Draw(t, "capGroup"),
 			Caps: ledger.PoolCaps{MaxCapacity: rapid.Int64Range(0, 20000).Draw(t, "poolcap")}}}
+	case 18:
+		return UpsertServiceType, &UpsertServiceRequest{Service: genService(t)}
+	case 19:
+		return ServiceOfferType, genOffers(t)
+	case 20, 21:
+		return ApplyPlanType, genServicePlan(t, st, now)
 	default:
 		return TimerType, &TimerRequest{Now: now, Start: propBundles, Stop: propBundles}
 	}
@@ -93,8 +99,11 @@ func genSpec(t *rapid.T) BundleSpec {
 		if rapid.IntRange(0, 3).Draw(t, "gpu") == 0 {
 			req.GPUCapacity = rapid.Int64Range(100, 1000).Draw(t, "gcap")
 		}
-		if rapid.IntRange(0, 3).Draw(t, "nic") == 0 {
+		switch rapid.IntRange(0, 5).Draw(t, "capability") {
+		case 0:
 			req.Capabilities = []ledger.CapabilityRequest{{Name: "nic", Count: 1}}
+		case 1:
+			req.Capabilities = []ledger.CapabilityRequest{{Name: "cache", Count: 1}} // a service provides it
 		}
 		spec.Jobs = append(spec.Jobs, Job{Name: fmt.Sprintf("j%d", i), Requirements: req})
 	}
@@ -138,6 +147,50 @@ func genPlan(t *rapid.T, st *State, now int64) *Plan {
 		}
 		plan.Parts = append(plan.Parts, PlanPart{Updates: []BundleUpdate{u}})
 	}
+	return plan
+}
+
+var propServices = []string{"s1", "s2"}
+
+// genService draws a node service: eager or lazy, providing a cache,
+// charged some capacity and cores.
+func genService(t *rapid.T) NodeService {
+	svc := NodeService{ID: rapid.SampledFrom(propServices).Draw(t, "service"), Pools: []string{"p"},
+		Provides:     []ledger.Capability{{Name: "cache", Count: rapid.Int64Range(1, 3).Draw(t, "provides")}},
+		Requirements: ServiceRequirements{Capacity: rapid.Int64Range(0, 2000).Draw(t, "scap"), Cores: rapid.IntRange(0, 2).Draw(t, "scores")}}
+	if rapid.Bool().Draw(t, "lazy") {
+		svc.Lifecycle = LifecycleLazy
+	}
+	return svc
+}
+
+func genOffers(t *rapid.T) *ServiceOfferRequest {
+	req := &ServiceOfferRequest{}
+	for range rapid.IntRange(1, 3).Draw(t, "offers") {
+		req.Offers = append(req.Offers, ServiceOffer{ServiceID: rapid.SampledFrom(propServices).Draw(t, "service"),
+			Node: rapid.SampledFrom(propNodes).Draw(t, "node"), Withdraw: rapid.Bool().Draw(t, "withdraw")})
+	}
+	return req
+}
+
+// genServicePlan starts or stops service instances, with grants the ledger
+// fits to the service's request, sometimes wrong ones.
+func genServicePlan(t *rapid.T, st *State, now int64) *Plan {
+	plan := &Plan{Now: now}
+	svc := st.Service(rapid.SampledFrom(propServices).Draw(t, "service"))
+	node := st.Node(rapid.SampledFrom(propNodes).Draw(t, "node"))
+	if svc == nil || node == nil {
+		return plan
+	}
+	sp := ServicePlacement{ServiceID: svc.ID, Node: node.ID, Stop: rapid.IntRange(0, 3).Draw(t, "stop") == 0}
+	if !sp.Stop {
+		g, err := ledger.Fit(node.Inventory(), node.Usage, svc.Request())
+		if err != nil || rapid.IntRange(0, 5).Draw(t, "wrong") == 0 {
+			g = ledger.Grant{Capacity: rapid.Int64Range(0, 9000).Draw(t, "gcap")}
+		}
+		sp.Grant = g
+	}
+	plan.Parts = append(plan.Parts, PlanPart{Services: []ServicePlacement{sp}})
 	return plan
 }
 

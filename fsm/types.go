@@ -447,17 +447,33 @@ type Assignment struct {
 	ModifyIndex uint64 `json:"modifyIndex" row:"15"`
 }
 
-// NodeService is an eager per-node service (DESIGN §2.5).
+// NodeService is a per-node service (DESIGN §2.5): eager, or lazy (started
+// where a bundle consumes what it provides).
 type NodeService struct {
-	ID        string                     `json:"id"`
-	Pools     []string                   `json:"pools"`
-	Consumes  []ledger.CapabilityRequest `json:"consumes,omitempty"`
-	Provides  []ledger.Capability        `json:"provides,omitempty"`
-	Lifecycle string                     `json:"lifecycle"`
-	Launch    Launch                     `json:"launch"`
+	ID           string                     `json:"id"`
+	Pools        []string                   `json:"pools"`
+	Consumes     []ledger.CapabilityRequest `json:"consumes,omitempty"`
+	Provides     []ledger.Capability        `json:"provides,omitempty"`
+	Requirements ServiceRequirements        `json:"requirements,omitzero"`
+	Constraints  []string                   `json:"constraints,omitempty"`
+	Lifecycle    string                     `json:"lifecycle"`
+	Launch       Launch                     `json:"launch"`
 
 	CreateIndex uint64 `json:"createIndex"`
 	ModifyIndex uint64 `json:"modifyIndex"`
+}
+
+// ServiceRequirements is what a node service reserves on each node it runs
+// on (memory joins capacity and cores when nodes have it).
+type ServiceRequirements struct {
+	Capacity int64 `json:"capacity" unit:"milli"`
+	Cores    int   `json:"cores"`
+}
+
+// Request is the ledger request of a service instance: its requirements
+// and what it consumes.
+func (s *NodeService) Request() ledger.Request {
+	return ledger.Request{Capacity: s.Requirements.Capacity, Cores: s.Requirements.Cores, Capabilities: s.Consumes}
 }
 
 // Event is one entry of the cluster's event log (DESIGN §7).

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-memdb"
 
@@ -249,8 +250,14 @@ func validateElastic(p *Pool) error {
 	return nil
 }
 
-// Node service lifecycles.
-const LifecycleEager = "eager"
+// Node service lifecycles (DESIGN §2.5).
+const (
+	LifecycleEager = api.ServiceLifecycleEager
+	LifecycleLazy  = api.ServiceLifecycleLazy
+)
+
+// CodeLazyProvidesNothing: a lazy service that provides no capability.
+const CodeLazyProvidesNothing = api.FindingLazyServiceProvidesNothing
 
 // NormalizeService fills a node service's defaults in place.
 func NormalizeService(s *NodeService) {
@@ -272,8 +279,21 @@ func ValidateService(s *NodeService) error {
 		return invalidf("service id %q must match %s", s.ID, namePattern)
 	case len(s.Pools) == 0:
 		return invalidf("service pools: at least one pool is required")
-	case s.Lifecycle != LifecycleEager:
-		return invalidf("service lifecycle %q must be eager", s.Lifecycle)
+	case s.Lifecycle != LifecycleEager && s.Lifecycle != LifecycleLazy:
+		return invalidf("service lifecycle %q must be eager or lazy", s.Lifecycle)
+	case s.Lifecycle == LifecycleLazy && len(s.Provides) == 0:
+		return findingErr(CodeLazyProvidesNothing, fmt.Sprintf("lazy service %s provides nothing: it starts only where a bundle consumes what it provides", clip(s.ID)))
+	case s.Requirements.Capacity < 0 || s.Requirements.Capacity > maxQuantity:
+		return invalidf("service requirements: capacity %s must be within 0..%s", units(s.Requirements.Capacity), units(maxQuantity))
+	case s.Requirements.Cores < 0 || s.Requirements.Cores > maxCores:
+		return invalidf("service requirements: cores %d must be within 0..%d", s.Requirements.Cores, maxCores)
+	case len(s.Constraints) > maxExprs:
+		return invalidf("service constraints: %d, at most %d allowed", len(s.Constraints), maxExprs)
+	}
+	for i, e := range s.Constraints {
+		if strings.TrimSpace(e) == "" || len(e) > maxExprLen {
+			return findingErr(CodeInvalidExpression, fmt.Sprintf("service constraint %d is empty or over %d bytes", i, maxExprLen))
+		}
 	}
 	for _, p := range s.Pools {
 		if !validName(p) {
@@ -298,6 +318,20 @@ func ValidateService(s *NodeService) error {
 	}
 	if s.Launch.Kind == api.LaunchProductTemplate {
 		return invalidf("service launch: node services run legacy launches only")
+	}
+	return nil
+}
+
+// CheckServiceConstraints compiles a service's constraints (nil exprs
+// skips it), as a job's are: a bad one is an invalidExpression finding.
+func CheckServiceConstraints(s *NodeService, exprs ExprChecker) error {
+	if exprs == nil {
+		return nil
+	}
+	for i, e := range s.Constraints {
+		if err := safeCheck(exprs, e); err != nil {
+			return findingErr(CodeInvalidExpression, fmt.Sprintf("service constraint %d %q: %v", i, clip(e), err))
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,27 +190,47 @@ func TestValidateService(t *testing.T) {
 		return s
 	}
 	cases := map[string]valServiceCase{
-		"valid":                {func(s *NodeService) {}, ""},
-		"nothing consumed":     {func(s *NodeService) { s.Consumes, s.Launch = nil, Launch{Driver: DriverNone} }, ""},
-		"bad id":               {func(s *NodeService) { s.ID = "_x" }, "id"},
-		"no pools":             {func(s *NodeService) { s.Pools = nil }, "pools"},
-		"bad pool":             {func(s *NodeService) { s.Pools[1] = "" }, "pools"},
-		"unknown lifecycle":    {func(s *NodeService) { s.Lifecycle = "lazy" }, "lifecycle"},
-		"empty lifecycle":      {func(s *NodeService) { s.Lifecycle = "" }, "lifecycle"},
-		"consume without name": {func(s *NodeService) { s.Consumes[0].Name = "" }, "consumes"},
-		"consume zero":         {func(s *NodeService) { s.Consumes[0].Count = 0 }, "consumes"},
-		"provide without name": {func(s *NodeService) { s.Provides[0].Name = "" }, "provides"},
-		"provide zero":         {func(s *NodeService) { s.Provides[0].Count = 0 }, "provides"},
-		"provide twice":        {func(s *NodeService) { s.Provides = append(s.Provides, s.Provides[0]) }, "provides"},
-		"unknown driver":       {func(s *NodeService) { s.Launch.Job.Driver = "podman" }, "launch"},
-		"docker without image": {func(s *NodeService) { s.Launch.Job.Driver = "docker" }, "image"},
-		"mixed shapes":         {func(s *NodeService) { s.Launch.Driver = "exec" }, "mixes"},
+		"valid":             {func(s *NodeService) {}, ""},
+		"nothing consumed":  {func(s *NodeService) { s.Consumes, s.Launch = nil, Launch{Driver: DriverNone} }, ""},
+		"bad id":            {func(s *NodeService) { s.ID = "_x" }, "id"},
+		"no pools":          {func(s *NodeService) { s.Pools = nil }, "pools"},
+		"bad pool":          {func(s *NodeService) { s.Pools[1] = "" }, "pools"},
+		"unknown lifecycle": {func(s *NodeService) { s.Lifecycle = "sometimes" }, "lifecycle"},
+		"lazy":              {func(s *NodeService) { s.Lifecycle = LifecycleLazy }, ""},
+		"constrained, charged": {func(s *NodeService) {
+			s.Constraints, s.Requirements = []string{`node.labels["x"] == "y"`}, ServiceRequirements{Capacity: 500, Cores: 2}
+		}, ""},
+		"lazy, provides nothing": {func(s *NodeService) { s.Lifecycle = LifecycleLazy; s.Provides = nil }, "provides nothing"},
+		"negative capacity":      {func(s *NodeService) { s.Requirements.Capacity = -1 }, "capacity"},
+		"too many cores":         {func(s *NodeService) { s.Requirements.Cores = maxCores + 1 }, "cores"},
+		"empty constraint":       {func(s *NodeService) { s.Constraints = []string{" "} }, "constraint"},
+		"33 constraints":         {func(s *NodeService) { s.Constraints = slices.Repeat([]string{"true"}, 33) }, "constraints"},
+		"empty lifecycle":        {func(s *NodeService) { s.Lifecycle = "" }, "lifecycle"},
+		"consume without name":   {func(s *NodeService) { s.Consumes[0].Name = "" }, "consumes"},
+		"consume zero":           {func(s *NodeService) { s.Consumes[0].Count = 0 }, "consumes"},
+		"provide without name":   {func(s *NodeService) { s.Provides[0].Name = "" }, "provides"},
+		"provide zero":           {func(s *NodeService) { s.Provides[0].Count = 0 }, "provides"},
+		"provide twice":          {func(s *NodeService) { s.Provides = append(s.Provides, s.Provides[0]) }, "provides"},
+		"unknown driver":         {func(s *NodeService) { s.Launch.Job.Driver = "podman" }, "launch"},
+		"docker without image":   {func(s *NodeService) { s.Launch.Job.Driver = "docker" }, "image"},
+		"mixed shapes":           {func(s *NodeService) { s.Launch.Driver = "exec" }, "mixes"},
 		"template launch": {func(s *NodeService) {
 			s.Launch = Launch{Kind: LaunchProductTemplate, Ref: "web"}
 		}, "legacy launches only"},
 		"exec without command": {func(s *NodeService) { s.Launch.Job.Command = nil }, "launch"},
 	}
 	valCheck(t, valid, ValidateService, cases)
+}
+
+// TestLazyServiceProvidingNothingHasItsCode: the finding carries its own
+// code, which the API answers with.
+func TestLazyServiceProvidingNothingHasItsCode(t *testing.T) {
+	s := &NodeService{ID: "idle", Pools: []string{"p"}, Lifecycle: LifecycleLazy}
+	NormalizeService(s)
+	var fe *FindingError
+	if err := ValidateService(s); !errors.As(err, &fe) || fe.Finding.Code != CodeLazyProvidesNothing {
+		t.Fatalf("%v, want a %s finding", err, CodeLazyProvidesNothing)
+	}
 }
 
 func TestNormalizeService(t *testing.T) {

@@ -252,7 +252,11 @@ func validationCases() []badCase {
 		{"422 pool bad kind", "PUT", "/v1/pools/p9", `{"kind":"weird"}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool bad duration", "PUT", "/v1/pools/p9", `{"kind":"elastic","idleTimeout":"soon"}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool negative cap", "PUT", "/v1/pools/p9", `{"caps":{"maxCapacity":-1}}`, 422, api.CodeValidationFailed, ""},
-		{"422 service lifecycle", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"lazy"}`, 422, api.CodeValidationFailed, ""},
+		{"422 service lifecycle", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"sometimes"}`, 422, api.CodeValidationFailed, ""},
+		{"422 lazy service providing nothing", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"lazy"}`, 422, api.CodeValidationFailed, api.FindingLazyServiceProvidesNothing},
+		{"422 service constraint", "PUT", "/v1/services/s9", `{"pools":["p1"],"constraints":["a !! b"]}`, 422, api.CodeValidationFailed, api.FindingInvalidExpression},
+		{"422 service negative capacity", "PUT", "/v1/services/s9", `{"pools":["p1"],"requirements":{"capacity":-1}}`, 422, api.CodeValidationFailed, ""},
+		{"422 service too many cores", "PUT", "/v1/services/s9", `{"pools":["p1"],"requirements":{"cores":5000}}`, 422, api.CodeValidationFailed, api.FindingInvalidRequirement},
 		{"422 service no pools", "PUT", "/v1/services/s9", `{"pools":[]}`, 422, api.CodeValidationFailed, ""},
 		{"422 status state", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"exploded"}`, 422, api.CodeValidationFailed, ""},
 	}

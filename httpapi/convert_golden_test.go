@@ -33,6 +33,9 @@ var addedFields = map[string][]string{
 	"Node":         {"Runtimes", "Kind", "TotalMemoryMiB"},
 	"InstanceType": {"Runtimes", "Kind", "TotalMemoryMiB", "Labels", "Taints"},
 	"Pool":         {"CapGroup"},
+	// issue 18: node services' requirements and constraints
+	// (TestServiceConvertsRequirements).
+	"NodeService": {"Requirements", "Constraints"},
 	// Issue 18: bundle kinds.
 	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
 	"Bundle":       {"Outcome", "FinishTime", "Generation"},

@@ -87,6 +87,9 @@ func (s *Server) putService(c echo.Context) error {
 	if err := fsm.ValidateService(&svc); err != nil {
 		return err
 	}
+	if err := fsm.CheckServiceConstraints(&svc, s.exprs); err != nil {
+		return err
+	}
 	res, err := s.apply(c.Request().Context(), fsm.UpsertServiceType, fsm.UpsertServiceRequest{Service: svc})
 	if err != nil {
 		return err

@@ -179,3 +179,22 @@ func TestBundleShowsAssignmentIDs(t *testing.T) {
 		t.Fatalf("unplaced job names %q", b.Replicas[1].Jobs[0].AssignmentID)
 	}
 }
+
+// TestServiceConvertsRequirements: a service's requirements read back in
+// API units, and its constraints and lifecycle as sent.
+func TestServiceConvertsRequirements(t *testing.T) {
+	in := api.NodeService{Pools: []string{"p1"}, Lifecycle: api.ServiceLifecycleLazy,
+		Requirements: api.ServiceRequirements{Capacity: 1.5, Cores: 2}, Constraints: []string{`node.labels["rack"] == "r1"`},
+		Provides: []api.Capability{{Name: "cache", Count: 2}}}
+	s, err := serviceFromAPI("svc", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requirements.Capacity != 1500 || s.Requirements.Cores != 2 || s.Constraints[0] != in.Constraints[0] {
+		t.Fatalf("fsm form %+v", s)
+	}
+	out := serviceToAPI(&s)
+	if out.Requirements != in.Requirements || out.Lifecycle != api.ServiceLifecycleLazy || len(out.Constraints) != 1 {
+		t.Fatalf("api form %+v", out)
+	}
+}

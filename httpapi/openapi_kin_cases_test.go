@@ -66,6 +66,9 @@ func kinPoolCases() []kinCase {
 		{method: "PUT", path: "/v1/caps", body: `{"maxCores":`, status: 400},
 		get("/v1/services", 200), get("/v1/services/svc1", 200), get("/v1/services/ghost", 404),
 		{method: "PUT", path: "/v1/services/svc2", body: `{"pools":["p1"]}`, status: 200},
+		{method: "PUT", path: "/v1/services/svc3", body: `{"pools":["p1"],"lifecycle":"lazy","provides":[{"name":"cache","count":2}],` +
+			`"requirements":{"capacity":0.5,"cores":1},"constraints":["node.labels[\"rack\"] == \"r1\""]}`, status: 200},
+		{method: "DELETE", path: "/v1/services/svc3", status: 204},
 		{method: "DELETE", path: "/v1/services/svc2", status: 204},
 	}
 }

@@ -18,7 +18,7 @@ import (
 // schemaTypes are the wire types of api/ that components/schemas mirrors,
 // one schema per type, named like it.
 var schemaTypes = []reflect.Type{
-	typ[api.ErrorBody](), typ[api.Error](), typ[api.Finding](),
+	typ[api.ErrorBody](), typ[api.Error](), typ[api.Finding](), typ[api.ServiceRequirements](),
 	typ[api.Leader](), typ[api.Peer](), typ[api.Health](), typ[api.Member](),
 	typ[api.RaftConfiguration](), typ[api.TransferLeadershipRequest](), typ[api.StateDigest](),
 	typ[api.ACLToken](), typ[api.ACLTokenRequest](), typ[api.ACLTokenCreated](),
@@ -171,6 +171,7 @@ var enumSources = []struct {
 	{"Pool", "kind", "../api/types_node.go", "Pool"},
 	{"Pool", "scoring", "../api/types_node.go", "Scoring"},
 	{"PoolNodeStatus", "state", "../api/types_node.go", "Lifecycle"},
+	{"NodeService", "lifecycle", "../api/types_node.go", "ServiceLifecycle"},
 	{"Degradation", "code", "../fsm/types.go", "Degrade"},
 	{"KeyringRequest", "op", "../api/types_keyring.go", "Keyring"},
 }

@@ -169,8 +169,15 @@ func checkInvariants(t tb, st *fsm.State) {
 			}
 		}
 	}
+	for _, svc := range st.Services() { // node services hold reservations too
+		for _, a := range st.ServiceAssignments(svc.ID) {
+			if _, ok := st.Reservation(fsm.ServiceKey(svc.ID, a.NodeID)); ok {
+				held++
+			}
+		}
+	}
 	if n := len(st.Reservations()); n != held {
-		t.Fatalf("invariant: %d reservations, %d placed jobs", n, held)
+		t.Fatalf("invariant: %d reservations, %d placed jobs and service instances", n, held)
 	}
 }
 

@@ -131,7 +131,7 @@ func requestToken(r *http.Request) string {
 // so the worker keeps no token state and a revoked token stops working at
 // once. A noLeader answer has passed the ACL check already.
 func (w *Worker) checkReader(ctx context.Context, token string) error {
-	var last error = errors.New("no server known yet")
+	last := errors.New("no server known yet")
 	for _, addr := range w.servers() {
 		c, err := w.clientAs(addr, token)
 		if err != nil {

@@ -153,15 +153,12 @@ func TestWorkerLogsFollow(t *testing.T) {
 	}
 }
 
-// TestWorkerLogsWasm: a wasm module's stdout and stderr, served after it
-// exited; following an exited module ends at once.
-func TestWorkerLogsWasm(t *testing.T) {
-	src := &fakeTemplates{}
-	ref := src.add("mod", tarball(t, map[string][]byte{"main.wasm": testModule(t)}))
-	dataDir := t.TempDir()
-	d := newDispatcher(t, "w1", dataDir, src, api.RuntimeWasm)
+// checkWasmLogs: a wasm module's stdout and stderr, served after it
+// exited; following an exited module ends at once. TestWasmDriver runs it
+// with its dispatcher, whose compiled module is cached.
+func checkWasmLogs(t *testing.T, d *Dispatcher, ref string) {
 	params := map[string]string{"WORKLOAD_EXIT": "4", "WORKLOAD_STDERR": "wasm says bye"}
-	a := assignment("w1", "b1", "mod", wasmLaunch(ref, params), api.RuntimeWasm)
+	a := assignment("w1", "b9", "mod", wasmLaunch(ref, params), api.RuntimeWasm)
 	waitState(t, d, a, api.JobFailed, time.Minute)
 	srv := logServer(t, d)
 	status, out := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", url.Values{"follow": {"true"}}))
@@ -236,4 +233,24 @@ func TestTailOffset(t *testing.T) {
 			t.Errorf("tail %d of %d bytes: got %d bytes, want %d", tc.n, len(tc.text), len(got), len(tc.want))
 		}
 	}
+}
+
+// TestWorkerLogsCompose: a stack's output, each line prefixed with its
+// service, stdout and stderr apart.
+func TestWorkerLogsCompose(t *testing.T) {
+	t.Parallel()
+	requireCompose(t)
+	node, dataDir, src := testNode(), t.TempDir(), &fakeTemplates{}
+	t.Cleanup(func() { sweepNode(t, node) })
+	ref := src.add("web", tarball(t, stackFiles(t, "")))
+	d := newDispatcher(t, node, dataDir, src, api.RuntimeCompose)
+	a := assignment(node, "b1", "web", composeLaunch(ref, map[string]string{"IMAGE": testImage(t), "GREETING": "hi"}), api.RuntimeCompose)
+	waitState(t, d, a, api.JobRunning, 2*time.Minute)
+	srv := logServer(t, d)
+	poll.Eventually(t, time.Minute, "both streams served", func() error {
+		_, out := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", nil))
+		_, errs := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", url.Values{"stream": {"stderr"}}))
+		return poll.Check(strings.Contains(out, "web | "+envLine("AMSERVER_ROLE", "primary")) && strings.Contains(errs, "side | side says hi"),
+			"stdout %q, stderr %q", out, errs)
+	})
 }

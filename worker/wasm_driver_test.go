@@ -68,6 +68,8 @@ func TestWasmDriver(t *testing.T) {
 		}
 	})
 
+	t.Run("logs served", func(t *testing.T) { checkWasmLogs(t, d, ref) })
+
 	t.Run("memory limit", func(t *testing.T) {
 		a := assignment("w1", "b3", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_ALLOC_MIB": "128"}), api.RuntimeWasm)
 		msg := waitState(t, d, a, api.JobFailed, time.Minute)

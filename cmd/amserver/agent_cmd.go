@@ -90,7 +90,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.BoolVar(&f.recoverVote, "recover", false, "server: start although the data directory lost its stored Raft term and vote (an emptied raft.db next to snapshots); a server that voted in the current term may then vote twice")
 	fl.StringVar(&f.bind, "bind", "0.0.0.0", "IP address to listen on")
 	fl.StringVar(&f.advertise, "advertise", "", "IP address other nodes use to reach this one; detected when empty")
-	fl.StringVar(&f.httpAddr, "http-addr", "", fmt.Sprintf("HTTP API address (default bind:%d; a worker serves its assignments' logs there, default bind:%d)", agent.DefaultHTTPPort, agent.DefaultWorkerHTTPPort))
+	fl.StringVar(&f.httpAddr, "http-addr", "", fmt.Sprintf("HTTP API address (default bind:%d); a worker serves its assignments' logs there (default bind:0, an ephemeral port it publishes in gossip)", agent.DefaultHTTPPort))
 	fl.StringVar(&f.raftAddr, "raft-addr", "", fmt.Sprintf("Raft address (default bind:%d)", agent.DefaultRaftPort))
 	fl.StringVar(&f.gossipAddr, "gossip-addr", "", fmt.Sprintf("gossip address, TCP and UDP (default bind:%d)", agent.DefaultGossipPort))
 	fl.IntVar(&f.bootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers are in gossip")

@@ -93,7 +93,9 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (worker.Config, error) {
 	if err != nil {
 		return worker.Config{}, err
 	}
-	httpHost, httpPort, err := splitAddr(f.httpAddr, f.bind, agent.DefaultWorkerHTTPPort)
+	// A worker's log port is ephemeral unless fixed (a firewall): gossip
+	// publishes it, and workers sharing a host do not collide.
+	httpHost, httpPort, err := splitAddr(f.httpAddr, f.bind, 0)
 	if err != nil {
 		return worker.Config{}, fmt.Errorf("--http-addr: %w", err)
 	}

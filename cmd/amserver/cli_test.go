@@ -84,6 +84,7 @@ var tableCases = []tableCase{
 	}, nil},
 	{"service list", []string{"service", "list"}, []cellWant{
 		{"POOLS", "ptp", "live,edge"}, {"PROVIDES", "ptp", "ptp-clock:1"}, {"CONSUMES", "ptp", "-"},
+		{"LIFECYCLE", "ptp", "lazy"}, {"REQUIRES", "ptp", "cap=0.5 cores=1"},
 		{"COMMAND", "ptp", "/usr/sbin/ptp4l -i eth0"},
 	}, nil},
 	{"members", []string{"members"}, []cellWant{

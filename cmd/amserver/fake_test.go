@@ -267,9 +267,10 @@ func sampleCaps() api.ClusterCaps {
 }
 
 func sampleService() api.NodeService {
-	return api.NodeService{ID: "ptp", Pools: []string{"live", "edge"}, Lifecycle: "eager",
-		Provides: []api.Capability{{Name: "ptp-clock", Count: 1}},
-		Launch:   legacyLaunch(api.DriverExec, "/usr/sbin/ptp4l", "-i", "eth0"), CreateIndex: 6, ModifyIndex: 6}
+	return api.NodeService{ID: "ptp", Pools: []string{"live", "edge"}, Lifecycle: "lazy",
+		Provides: []api.Capability{{Name: "ptp-clock", Count: 1}}, Requirements: api.ServiceRequirements{Capacity: 0.5, Cores: 1},
+		Constraints: []string{`node.labels["ptp"] == "yes"`},
+		Launch:      legacyLaunch(api.DriverExec, "/usr/sbin/ptp4l", "-i", "eth0"), CreateIndex: 6, ModifyIndex: 6}
 }
 
 func sampleRaft() api.RaftConfiguration {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ import (
 func newServiceCmd(a *app) *cobra.Command {
 	cmd := makeGroup(&cobra.Command{
 		Use:   "service",
-		Short: "Manage node services (placed on every eligible node of their pools)",
+		Short: "Manage node services (eager: on every eligible node of their pools; lazy: where a bundle consumes what they provide)",
 	})
 	cmd.AddCommand(newServiceListCmd(a), newServiceApplyCmd(a), newServiceDeleteCmd(a))
 	return cmd
@@ -29,16 +30,32 @@ func newServiceListCmd(a *app) *cobra.Command {
 			return c.ListServices(ctx, o, q)
 		},
 		Paged: true, Variable: "service",
-		Columns: []string{"ID", "POOLS", "LIFECYCLE", "CONSUMES", "PROVIDES", "DRIVER", "COMMAND"},
+		Columns: []string{"ID", "POOLS", "LIFECYCLE", "REQUIRES", "CONSUMES", "PROVIDES", "DRIVER", "COMMAND"},
 		Row: func(s api.NodeService, _ time.Time) []string {
-			return []string{s.ID, list(s.Pools), orDefault(s.Lifecycle, "eager"), capabilityRequests(s.Consumes),
-				capabilities(s.Provides), launchText(s.Launch), launchCommand(s.Launch)}
+			return []string{s.ID, list(s.Pools), orDefault(s.Lifecycle, "eager"), serviceRequires(s.Requirements),
+				capabilityRequests(s.Consumes), capabilities(s.Provides), launchText(s.Launch), launchCommand(s.Launch)}
 		},
-		WideColumns: []string{"MODIFIED"},
+		WideColumns: []string{"CONSTRAINTS", "MODIFIED"},
 		WideRow: func(s api.NodeService, _ time.Time) []string {
-			return []string{strconv.FormatUint(s.ModifyIndex, 10)}
+			return []string{list(s.Constraints), strconv.FormatUint(s.ModifyIndex, 10)}
 		},
 	}.build(a)
+}
+
+// serviceRequires is what a service reserves on each node: "cap=0.5
+// cores=1", "-" for nothing.
+func serviceRequires(r api.ServiceRequirements) string {
+	var parts []string
+	if r.Capacity > 0 {
+		parts = append(parts, "cap="+strconv.FormatFloat(r.Capacity, 'f', -1, 64))
+	}
+	if r.Cores > 0 {
+		parts = append(parts, "cores="+strconv.Itoa(r.Cores))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
 }
 
 func capabilities(cs []api.Capability) string {
