@@ -49,3 +49,27 @@ func TestPrintKinds(t *testing.T) {
 		t.Fatalf("list:\n%s", r.stdout)
 	}
 }
+
+// TestKindExamples: the service and batch examples submit as they are
+// against a real cluster (two simulated workers): the batch runs to
+// complete with --wait (which waits for a batch to end); the service places
+// one replica per node (two of its four, maxPerNode 1: degraded), then
+// scales down to what fits.
+func TestKindExamples(t *testing.T) {
+	addr := startCluster(t)
+	r := runCLI(t, addr, "", "bundle", "submit", "--wait", "../../examples/bundle-batch.json")
+	if r.code != exitOK || !strings.Contains(r.stderr+r.stdout, "complete") {
+		t.Fatalf("batch example: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, addr, "", "bundle", "submit", "--wait", "../../examples/bundle-service.json")
+	if r.code != exitOK {
+		t.Fatalf("service example: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, addr, "", "bundle", "scale", "web", "2"); r.code != exitOK {
+		t.Fatalf("scale: exit %d %s", r.code, r.stderr)
+	}
+	r = runCLI(t, addr, "", "bundle", "status", "web")
+	if !strings.Contains(r.stdout, "service: 2 replicas, at most 1 per node") || cell(t, r.stdout, "ROLE", "0") != "replica" {
+		t.Fatalf("service status:\n%s", r.stdout)
+	}
+}
