@@ -61,8 +61,8 @@ func (t *tx) jobReport(a *Assignment, status string) {
 	}
 	cp := cloneBundle(b)
 	cp.slotJob(a.Replica, a.Job).Status = status
-	if status == JobRunning && cp.Spec.IsService() && a.Generation == cp.Generation && cp.Generation > 0 {
-		t.advanceRollout(cp) // a restarted replica runs again: the next may go
+	if status == JobRunning && cp.Rolling {
+		t.advanceRollout(cp) // a replica runs (again): the next may go
 	}
 	t.putBundle(cp)
 }

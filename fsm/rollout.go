@@ -35,7 +35,8 @@ func (t *tx) advanceRollout(b *Bundle) {
 			behind[a.Replica] = append(behind[a.Replica], a)
 		}
 	}
-	if len(behind) == 0 {
+	b.Rolling = len(behind) > 0
+	if !b.Rolling {
 		return
 	}
 	budget := max(b.Spec.MaxUnavailable, 1)

@@ -12,10 +12,12 @@ func TestServiceRollout(t *testing.T) {
 	for _, tc := range []struct {
 		count, maxUnavailable int
 		waves                 []int // replicas relaunched by the change, then by each round of reports
+		notRunning            bool  // the change comes before any replica reported running
 	}{
-		{4, 1, []int{1, 1, 1, 1}},
-		{4, 2, []int{2, 2}},
-		{3, 5, []int{3}},
+		{4, 1, []int{1, 1, 1, 1}, false},
+		{4, 2, []int{2, 2}, false},
+		{3, 5, []int{3}, false},
+		{3, 1, []int{0, 1, 1, 1}, true},
 	} {
 		t.Run(fmt.Sprintf("%d replicas, maxUnavailable %d", tc.count, tc.maxUnavailable), func(t *testing.T) {
 			h := newHarness(t)
@@ -39,7 +41,9 @@ func TestServiceRollout(t *testing.T) {
 					}
 				}
 			}
-			runAll()
+			if !tc.notRunning {
+				runAll()
+			}
 			reservations := h.fsm.State().Reservations()
 			next := h.fsm.State().Bundle("s").Spec
 			next.Jobs = []Job{next.Jobs[0]}

@@ -363,6 +363,9 @@ type Bundle struct {
 	Outcome    string `json:"outcome,omitempty" api:"-" row:"33,intern"`
 	FinishTime int64  `json:"finishTime,omitempty" unit:"instant" row:"34"`
 	Generation uint64 `json:"generation,omitempty" row:"35"`
+	// Rolling is set while a service's launch change is being rolled out
+	// (some replicas still run an older generation).
+	Rolling bool `json:"rolling,omitempty" api:"-" row:"36"`
 
 	CreateIndex uint64 `json:"createIndex" row:"11"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"12"`

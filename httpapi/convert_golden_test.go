@@ -33,7 +33,7 @@ var addedFields = map[string][]string{
 	"InstanceType": {"Runtimes", "Kind"},
 	// Issue 18: bundle kinds.
 	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
-	"Bundle":       {"Outcome", "FinishTime", "Generation"},
+	"Bundle":       {"Outcome", "FinishTime", "Generation", "Rolling"},
 	"JobPlacement": {"ExitCode", "Attempts", "RestartAt"},
 	"Assignment":   {"Runtime", "Generation", "RunOnce", "ExitCode"},
 }
