@@ -67,6 +67,17 @@ func (d *launchDriver) seen(id string) []string {
 	return append([]string(nil), d.events[id]...)
 }
 
+// restarted reports whether the driver stopped the job and then ensured it
+// with the env value v.
+func restarted(events []string, v string) bool {
+	for i := 0; i+1 < len(events); i++ {
+		if events[i] == "stop" && events[i+1] == "ensure "+v {
+			return true
+		}
+	}
+	return false
+}
+
 func envJob(v string) api.Job {
 	return api.Job{Name: "j", Requirements: api.Requirements{Capacity: 1},
 		Launch: api.Launch{Kind: api.LaunchLegacy, Job: &api.LegacyJob{Driver: api.DriverNone, Env: map[string]string{"V": v}}}}
@@ -112,12 +123,7 @@ func TestInPlaceLaunchUpdateThroughCluster(t *testing.T) {
 	id := "live:0:j@" + node
 	poll.Eventually(t, 20*time.Second, "the worker to restart the job with V=2", func() error {
 		ev := drv.seen(id)
-		for i := 0; i+1 < len(ev); i++ {
-			if ev[i] == "stop" && ev[i+1] == "ensure V=2" {
-				return nil
-			}
-		}
-		return poll.Check(false, "driver saw %v", ev)
+		return poll.Check(restarted(ev, "V=2"), "driver saw %v", ev)
 	})
 	spec.Jobs[0].Requirements.Capacity = 2
 	if _, err := c.ReplaceBundle(ctx, spec, 0); err != nil {
@@ -225,5 +231,41 @@ func TestServiceFailoverThroughCluster(t *testing.T) {
 	})
 	if b, _, _ := c.Bundle(ctx, "web", nil); len(b.Replicas) != 2 || b.Replicas[0].Jobs[0].NodeID != after.Replicas[0].Jobs[0].NodeID {
 		t.Fatalf("after scaling down: %+v", b.Replicas)
+	}
+}
+
+// TestServiceRolloutThroughCluster: a launch change on a service reaches
+// every replica, each restarted where it runs with the new launch, one at
+// a time (maxUnavailable 1), and the reservations stay.
+func TestServiceRolloutThroughCluster(t *testing.T) {
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	drv := newLaunchDriver()
+	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
+	c := tc.Client(tc.Servers()[0])
+	waitReadyNodes(t, c, 1)
+	ctx := ctxTimeout(t, 60*time.Second)
+	svc := api.BundleSpec{ID: "web", Pool: "default", Kind: api.KindService, Count: 3, Jobs: []api.Job{envJob("1")}}
+	if _, err := c.CreateBundle(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	before := bundleIs(t, ctx, c, 30*time.Second, "web", "three replicas running", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && allRunning(b)
+	})
+	svc.Jobs[0].Launch.Job.Env = map[string]string{"V": "2"}
+	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		id := "web:" + strconv.Itoa(i) + ":j@worker-1"
+		poll.Eventually(t, 30*time.Second, "replica "+strconv.Itoa(i)+" restarted with V=2", func() error {
+			ev := drv.seen(id)
+			return poll.Check(restarted(ev, "V=2"), "driver saw %v", ev)
+		})
+	}
+	after := bundleIs(t, ctx, c, 30*time.Second, "web", "generation 1, all running", func(b *api.Bundle) bool {
+		return b.Generation == 1 && allRunning(b)
+	})
+	if after.Epoch != before.Epoch || len(after.Replicas) != 3 {
+		t.Fatalf("after the rollout: epoch %d→%d, %d replicas", before.Epoch, after.Epoch, len(after.Replicas))
 	}
 }
