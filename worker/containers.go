@@ -204,7 +204,7 @@ func (d *containerDriver) setState(t *ctask, state, msg, failedID string) {
 		return // adopted and not (yet) listed: nobody to report to
 	}
 	select {
-	case d.events <- TaskEvent{ID: t.id, State: state, Message: msg, ExitCode: t.code}:
+	case d.events <- TaskEvent{ID: t.id, State: state, Message: msg, ExitCode: t.code, Generation: t.a.Generation}:
 	default: // the next reconcile reports the state anyway
 	}
 }

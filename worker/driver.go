@@ -45,10 +45,11 @@ type Driver interface {
 
 // TaskEvent is a state change the driver noticed on its own (a crash, a
 // restart, a batch job's exit), for the worker to report. ExitCode goes
-// with state exited.
+// with state exited, Generation is the assignment generation that ran.
 type TaskEvent struct {
 	ID, State, Message string
 	ExitCode           int
+	Generation         uint64
 }
 
 // ExitCoder is a driver that knows the exit code of a task it reports

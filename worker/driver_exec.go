@@ -175,7 +175,7 @@ func (d *ExecDriver) finishOnce(t *execTask, err error) {
 	t.state, t.message, t.code = api.JobExited, msg, code
 	t.mu.Unlock()
 	select {
-	case d.events <- TaskEvent{ID: t.current().ID, State: api.JobExited, Message: msg, ExitCode: code}:
+	case d.events <- TaskEvent{ID: t.current().ID, State: api.JobExited, Message: msg, ExitCode: code, Generation: t.current().Generation}:
 	default: // the next reconcile reports the state anyway
 	}
 	<-t.halted

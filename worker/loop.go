@@ -69,7 +69,7 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 		listed[a.ID] = true
 		w.restartOnNewGeneration(ctx, a)
 		state, msg := w.cfg.Driver.Ensure(ctx, a)
-		report := api.AssignmentStatus{State: state, Message: msg}
+		report := api.AssignmentStatus{State: state, Message: msg, Generation: a.Generation}
 		if state == api.JobExited {
 			report.ExitCode = w.exitCode(a.ID)
 		}
@@ -148,7 +148,7 @@ func (w *Worker) reportEvents(ctx context.Context, events <-chan TaskEvent) {
 		case ev := <-events:
 			c, err := w.client()
 			if err == nil {
-				report := api.AssignmentStatus{State: ev.State, Message: ev.Message}
+				report := api.AssignmentStatus{State: ev.State, Message: ev.Message, Generation: ev.Generation}
 				if ev.State == api.JobExited {
 					code := ev.ExitCode
 					report.ExitCode = &code

@@ -49,7 +49,8 @@ type wasmTask struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	state, msg string
-	code       int // a batch module's exit code, once it exited
+	code       int    // a batch module's exit code, once it exited
+	gen        uint64 // the assignment generation it runs
 	// A deploy that failed for a reason that may pass (the servers out of
 	// reach) is tried again after a backoff.
 	failures  int
@@ -130,7 +131,7 @@ func (d *WasmDriver) retryDue(t *wasmTask) bool {
 
 func (d *WasmDriver) start(a api.Assignment, spec string, failures int) *wasmTask {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures}
+	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures, gen: a.Generation}
 	d.mu.Lock()
 	d.tasks[a.ID] = t
 	d.mu.Unlock()
@@ -285,7 +286,7 @@ func (d *WasmDriver) set(id string, t *wasmTask, state, msg string) {
 		return
 	}
 	select {
-	case d.events <- TaskEvent{ID: id, State: state, Message: msg, ExitCode: t.code}:
+	case d.events <- TaskEvent{ID: id, State: state, Message: msg, ExitCode: t.code, Generation: t.gen}:
 	default:
 	}
 }
