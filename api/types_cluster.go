@@ -48,11 +48,14 @@ type Assignment struct {
 
 // AssignmentStatus is a worker's report, the body of
 // PUT /v1/nodes/{id}/assignments/{assignmentId}/status. ExitCode goes with
-// state exited (a batch job that ran to its end).
+// state exited (a batch job that ran to its end); Generation is the
+// assignment generation the worker ran, so a late exit of an earlier run
+// is not taken for the restarted one's.
 type AssignmentStatus struct {
-	State    string `json:"state"` // running | stopped | failed | exited
-	Message  string `json:"message,omitempty"`
-	ExitCode *int   `json:"exitCode,omitempty"`
+	State      string `json:"state"` // running | stopped | failed | exited
+	Message    string `json:"message,omitempty"`
+	ExitCode   *int   `json:"exitCode,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
 }
 
 // Event types (DESIGN §7).

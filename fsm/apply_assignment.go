@@ -24,6 +24,9 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 	}
 	code := 0
 	if req.Status == JobExited {
+		if req.Generation < a.Generation {
+			return nil, nil // the exit of a run the assignment has moved past (a restart)
+		}
 		code = req.ExitCode
 	}
 	if a.Status == req.Status && a.Message == req.Message && a.ExitCode == code {
@@ -61,6 +64,9 @@ func (t *tx) jobReport(a *Assignment, status string) {
 	}
 	cp := cloneBundle(b)
 	cp.slotJob(a.Replica, a.Job).Status = status
+	if status == JobRunning && cp.Rolling {
+		t.advanceRollout(cp) // a replica runs (again): the next may go
+	}
 	t.putBundle(cp)
 }
 

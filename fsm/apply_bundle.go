@@ -65,7 +65,7 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 		t.releaseAll(old)
 		b.Replicas = freshReplicas(&spec)
 		b.Degradations, b.Explain = nil, nil
-		b.Outcome, b.FinishTime = "", 0
+		b.Outcome, b.FinishTime, b.Rolling = "", 0, false
 		b.Epoch++
 	default:
 		if spec.IsService() && spec.Count != old.Spec.Count {
@@ -81,20 +81,21 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 }
 
 // relaunch is an in-place launch change (DESIGN §4): every reservation and
-// node stays, the bundle's generation moves, and each running assignment
+// node stays and the bundle's generation moves. Each running assignment
 // takes the new launch with the new generation, which tells its worker to
-// stop the job and start it again with it.
+// stop the job and start it again with it: all at once, or for a service
+// maxUnavailable replicas at a time (advanceRollout).
 func (t *tx) relaunch(b *Bundle, spec *BundleSpec) {
 	b.Generation++
-	for _, a := range t.BundleAssignments(b.ID()) {
-		job := spec.Job(a.Job)
-		if a.Desired != DesiredRun || job == nil {
-			continue
+	b.Spec = *spec
+	if spec.IsService() {
+		t.advanceRollout(b)
+	} else {
+		for _, a := range t.BundleAssignments(b.ID()) {
+			if a.Desired == DesiredRun {
+				t.relaunchAssignment(b, a)
+			}
 		}
-		cp := *a
-		cp.Launch, cp.Runtime = job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
-		cp.Generation = b.Generation
-		t.putAssignment(&cp)
 	}
 	t.event("bundleUpdated", b.ID(), "", "bundle %s: launch changed in place, generation %d", b.ID(), b.Generation)
 }

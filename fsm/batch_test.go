@@ -23,10 +23,31 @@ func batchHarness(t *testing.T, restart *RestartPolicy, jobs ...string) *harness
 	return h
 }
 
+// report sends a worker's report for the job's current generation.
 func (h *harness) report(job, status string, code int, now int64) {
 	h.t.Helper()
 	id := assignmentID(keyOf("b", 0, job), "n1")
-	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: status, ExitCode: code, Now: now})
+	a := h.fsm.State().Assignment(id)
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: status, ExitCode: code, Now: now,
+		Generation: a.Generation})
+}
+
+// TestBatchStaleExitIgnored: the exit of a run the job was restarted past
+// (a late report of the earlier generation) neither counts an attempt nor
+// ends the bundle.
+func TestBatchStaleExitIgnored(t *testing.T) {
+	h := batchHarness(t, &RestartPolicy{Attempts: 1, Mode: RestartFail}, "a")
+	h.report("a", JobExited, 1, 1) // restarted at once: generation 1
+	id := assignmentID(keyOf("b", 0, "a"), "n1")
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobExited, ExitCode: 1, Now: 2})
+	b := h.fsm.State().Bundle("b")
+	if b.State == StateFailed || b.Replicas[0].Jobs[0].Attempts != 1 || h.fsm.State().Assignment(id).Status != JobAssigned {
+		t.Fatalf("a stale exit counted: state %s, job %+v", b.State, b.Replicas[0].Jobs[0])
+	}
+	h.report("a", JobExited, 1, 3)
+	if got := h.fsm.State().Bundle("b").State; got != StateFailed {
+		t.Fatalf("the current run's exit: state %s", got)
+	}
 }
 
 // TestBatchOutcomes: table of exit sequences and the bundle they leave.

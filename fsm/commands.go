@@ -151,8 +151,10 @@ type AssignmentStatusRequest struct {
 	Status       string
 	Message      string
 	Now          int64
-	// ExitCode is the process's exit code when Status is exited.
-	ExitCode int `json:",omitempty"`
+	// ExitCode is the process's exit code when Status is exited, and
+	// Generation the assignment generation that ran.
+	ExitCode   int    `json:",omitempty"`
+	Generation uint64 `json:",omitempty"`
 }
 
 // BatchTimerRequest fires batch timers at the leader's clock: restarts of

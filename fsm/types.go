@@ -225,36 +225,6 @@ type BundleSpec struct {
 	TTLAfterFinished int64          `json:"ttlAfterFinished,omitempty" unit:"duration" row:"36"`
 }
 
-// RestartPolicy is a batch bundle's answer to a non-zero exit.
-type RestartPolicy struct {
-	Attempts int    `json:"attempts" row:"1"`
-	Delay    int64  `json:"delay,omitempty" unit:"duration" row:"2"`
-	Mode     string `json:"mode,omitempty" row:"3,intern"`
-}
-
-// Bundle kinds and restart modes (DESIGN §2.3). The state stores the
-// default kind as "" (Normalize), so specs stored before kinds existed
-// compare equal to new ones.
-const (
-	KindResilient = api.KindResilient
-	KindService   = api.KindService
-	KindBatch     = api.KindBatch
-	RestartFail   = api.RestartFail
-	RestartDelay  = api.RestartDelay
-)
-
-// IsService and IsBatch name the kind.
-func (s *BundleSpec) IsService() bool { return s.Kind == KindService }
-func (s *BundleSpec) IsBatch() bool   { return s.Kind == KindBatch }
-
-// KindName is the kind as the API shows it.
-func (s *BundleSpec) KindName() string {
-	if s.Kind == "" {
-		return KindResilient
-	}
-	return s.Kind
-}
-
 // Replicas is the derived replica count (DESIGN §2.3): a service's count,
 // else 2 when resilience is present, else 1.
 func (s *BundleSpec) Replicas() int {
@@ -398,6 +368,9 @@ type Bundle struct {
 	Outcome    string `json:"outcome,omitempty" api:"-" row:"33,intern"`
 	FinishTime int64  `json:"finishTime,omitempty" unit:"instant" row:"34"`
 	Generation uint64 `json:"generation,omitempty" row:"35"`
+	// Rolling is set while a service's launch change is being rolled out
+	// (some replicas still run an older generation).
+	Rolling bool `json:"rolling,omitempty" api:"-" row:"36"`
 
 	CreateIndex uint64 `json:"createIndex" row:"11"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"12"`

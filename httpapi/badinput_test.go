@@ -259,6 +259,27 @@ func validationCases() []badCase {
 		{"422 service too many cores", "PUT", "/v1/services/s9", `{"pools":["p1"],"requirements":{"cores":5000}}`, 422, api.CodeValidationFailed, api.FindingInvalidRequirement},
 		{"422 service no pools", "PUT", "/v1/services/s9", `{"pools":[]}`, 422, api.CodeValidationFailed, ""},
 		{"422 status state", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"exploded"}`, 422, api.CodeValidationFailed, ""},
+		{"422 exit code without exited", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"running","exitCode":1}`, 422, api.CodeValidationFailed, ""},
+		v("unknown kind", fsm.CodeInvalidKind, func(s *api.BundleSpec) { s.Kind = "daemon" }),
+		v("service count 0", fsm.CodeInvalidCount, func(s *api.BundleSpec) { s.Kind = api.KindService }),
+		v("service count above 10000", fsm.CodeInvalidCount, func(s *api.BundleSpec) { s.Kind, s.Count = api.KindService, 10_001 }),
+		v("negative maxPerNode", fsm.CodeInvalidCount, func(s *api.BundleSpec) { s.Kind, s.Count, s.MaxPerNode = api.KindService, 2, -1 }),
+		v("count on a resilient bundle", fsm.CodeKindMismatch, func(s *api.BundleSpec) { s.Count = 3 }),
+		v("resilience on a service", fsm.CodeKindMismatch, func(s *api.BundleSpec) {
+			s.Kind, s.Count, s.Resilience = api.KindService, 2, &api.Resilience{}
+		}),
+		v("restart on a service", fsm.CodeKindMismatch, func(s *api.BundleSpec) {
+			s.Kind, s.Count, s.Restart = api.KindService, 2, &api.RestartPolicy{Attempts: 1}
+		}),
+		v("negative restart attempts", fsm.CodeInvalidRestart, func(s *api.BundleSpec) {
+			s.Kind, s.Restart = api.KindBatch, &api.RestartPolicy{Attempts: -1}
+		}),
+		v("negative restart delay", fsm.CodeInvalidRestart, func(s *api.BundleSpec) {
+			s.Kind, s.Restart = api.KindBatch, &api.RestartPolicy{Attempts: 1, Delay: "-5s"}
+		}),
+		v("negative ttl", fsm.CodeInvalidRestart, func(s *api.BundleSpec) { s.Kind, s.TTLAfterFinished = api.KindBatch, "-1h" }),
+		v("bad ttl", fsm.CodeInvalidRestart, func(s *api.BundleSpec) { s.Kind, s.TTLAfterFinished = api.KindBatch, "later" }),
+		{"422 scale to 0", "PUT", bundles + "/b1", bundle(func(s *api.BundleSpec) { s.ID, s.Kind = "b1", api.KindService }), 422, api.CodeValidationFailed, fsm.CodeInvalidCount},
 	}
 }
 

@@ -20,6 +20,9 @@ func jobFindings(problems []convert.Problem, jobName func(i int) string) []fsm.F
 	var bundle, jobs []fsm.Finding
 	for _, p := range problems {
 		f := fsm.Finding{Code: fsm.CodeInvalidRequirement, Message: p.Error()}
+		if len(p.Path) > 0 && (p.Path[0].Name == "restart" || p.Path[0].Name == "ttlAfterFinished") {
+			f.Code = fsm.CodeInvalidRestart // the batch fields' own code, whatever is wrong with them
+		}
 		if len(p.Path) > 2 && p.Path[0].Name == "jobs" && p.Path[1].Index >= 0 {
 			f.Job = jobName(p.Path[1].Index)
 			f.Message = fmt.Sprintf("%s %v", convert.Field(p.Path[2:]), p.Err)

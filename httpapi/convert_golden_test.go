@@ -38,7 +38,7 @@ var addedFields = map[string][]string{
 	"NodeService": {"Requirements", "Constraints"},
 	// Issue 18: bundle kinds.
 	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
-	"Bundle":       {"Outcome", "FinishTime", "Generation"},
+	"Bundle":       {"Outcome", "FinishTime", "Generation", "Rolling"},
 	"JobPlacement": {"ExitCode", "Attempts", "RestartAt"},
 	// issue 18: memory.
 	"Request":      {"MemoryMiB", "MemoryLimitMiB"},

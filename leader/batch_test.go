@@ -21,7 +21,7 @@ func (e *env) exit(code int) {
 	e.t.Helper()
 	a := e.store.State().BundleAssignments("b")[0]
 	e.store.ok(fsm.AssignmentStatusType, &fsm.AssignmentStatusRequest{
-		NodeID: a.NodeID, AssignmentID: a.ID, Status: fsm.JobExited, ExitCode: code, Now: e.now()})
+		NodeID: a.NodeID, AssignmentID: a.ID, Status: fsm.JobExited, ExitCode: code, Now: e.now(), Generation: a.Generation})
 }
 
 // TestBatchRestartTimer: a non-zero exit is restarted when the restart

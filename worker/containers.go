@@ -41,6 +41,7 @@ type ctask struct {
 	spec          string // what runs ("" before a first deploy)
 	want          string // what the last deploy attempted
 	state, msg    string
+	code          int    // a batch job's exit code, once it exited
 	failedID      string // the container the failure message is about
 
 	deploying    bool
@@ -210,7 +211,7 @@ func (d *containerDriver) setState(t *ctask, state, msg, failedID string) {
 		return // adopted and not (yet) listed: nobody to report to
 	}
 	select {
-	case d.events <- TaskEvent{ID: t.id, State: state, Message: msg}:
+	case d.events <- TaskEvent{ID: t.id, State: state, Message: msg, ExitCode: t.code, Generation: t.a.Generation}:
 	default: // the next reconcile reports the state anyway
 	}
 }
@@ -272,6 +273,17 @@ func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) 
 	}
 	d.mu.Unlock()
 	close(stopped)
+}
+
+// ExitCode implements ExitCoder.
+func (d *containerDriver) ExitCode(id string) (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.tasks[id]
+	if t == nil || t.state != api.JobExited {
+		return 0, false
+	}
+	return t.code, true
 }
 
 // Stop implements Driver.

@@ -89,6 +89,9 @@ func (d *containerDriver) scan(ctx context.Context) error {
 			if v.row != nil {
 				failedID = v.row.ID
 			}
+			if v.state == api.JobExited {
+				v.t.code = v.code
+			}
 			d.setState(v.t, v.state, v.msg, failedID)
 		}
 	}
@@ -130,6 +133,9 @@ func judge(t *ctask, rows []psRow) verdict {
 	if len(rows) == 0 {
 		return verdict{t: t, state: api.JobFailed, msg: "the containers are gone (removed outside amserver)"}
 	}
+	if t.a.RunOnce {
+		return judgeOnce(t, rows)
+	}
 	running, exited0 := 0, 0
 	for i, r := range rows {
 		switch r.State {
@@ -151,6 +157,26 @@ func judge(t *ctask, rows []psRow) verdict {
 		return verdict{t: t, state: api.JobStopped, msg: fmt.Sprintf("%d container(s) exited with code 0", exited0)}
 	}
 	return verdict{t: t}
+}
+
+// judgeOnce reads a batch job's containers: running while any runs (or is
+// being created), exited once all have, with the first non-zero exit code
+// of its containers (a compose stack's services, in listing order), else 0.
+func judgeOnce(t *ctask, rows []psRow) verdict {
+	code := 0
+	for _, r := range rows {
+		if r.State != "exited" && r.State != "dead" {
+			if r.State == "running" || r.State == "paused" || r.State == "restarting" {
+				return verdict{t: t, state: api.JobRunning}
+			}
+			return verdict{t: t}
+		}
+		if c := exitCode(r.Status); code == 0 && c != 0 {
+			code = c
+		}
+	}
+	return verdict{t: t, state: api.JobExited, code: code,
+		msg: fmt.Sprintf("%d container(s) exited, code %d", len(rows), code)}
 }
 
 // retryDue restarts failed deploys whose backoff is over, of the latest

@@ -220,5 +220,17 @@ func (d *Dispatcher) StopAll(ctx context.Context) error {
 	return errors.Join(all...)
 }
 
+// ExitCode implements ExitCoder: the driver that holds the task says.
+func (d *Dispatcher) ExitCode(id string) (int, bool) {
+	for _, drv := range d.drivers {
+		if xc, ok := drv.(ExitCoder); ok && slices.Contains(drv.Running(), id) {
+			if code, ok := xc.ExitCode(id); ok {
+				return code, true
+			}
+		}
+	}
+	return 0, false
+}
+
 // Events implements Driver: every driver reports into one channel.
 func (d *Dispatcher) Events() <-chan TaskEvent { return d.events }

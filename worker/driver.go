@@ -44,10 +44,23 @@ type Driver interface {
 }
 
 // TaskEvent is a state change the driver noticed on its own (a crash, a
-// restart), for the worker to report.
+// restart, a batch job's exit), for the worker to report. ExitCode goes
+// with state exited, Generation is the assignment generation that ran.
 type TaskEvent struct {
 	ID, State, Message string
+	ExitCode           int
+	Generation         uint64
 }
+
+// ExitCoder is a driver that knows the exit code of a task it reports
+// exited (a batch job, api.Assignment.RunOnce, that ran to its end).
+type ExitCoder interface {
+	ExitCode(id string) (code int, ok bool)
+}
+
+// unknownExit is reported for an exited task whose driver cannot say its
+// code: not 0, so nothing unknown passes for a success.
+const unknownExit = -1
 
 // runtimeLister is a driver that knows which runtimes its node offers; the
 // worker registers them when its inventory names none.
@@ -76,12 +89,16 @@ func (d *NoneDriver) Runtimes() []string {
 // Recover implements Driver: a simulated task does not outlive the worker.
 func (d *NoneDriver) Recover(context.Context) error { return nil }
 
-// Ensure implements Driver.
+// Ensure implements Driver. A batch job (RunOnce) is simulated as one that
+// runs to its end at once and exits 0.
 func (d *NoneDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if a.Desired == api.DesiredRun {
 		d.tasks[a.ID] = true
+		if a.RunOnce {
+			return api.JobExited, "simulated: exited 0"
+		}
 		return api.JobRunning, ""
 	}
 	delete(d.tasks, a.ID)
@@ -113,3 +130,10 @@ func (d *NoneDriver) StopAll(context.Context) error {
 
 // Events implements Driver: nothing happens behind the worker's back.
 func (d *NoneDriver) Events() <-chan TaskEvent { return nil }
+
+// ExitCode implements ExitCoder: a simulated batch job always succeeds.
+func (d *NoneDriver) ExitCode(id string) (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return 0, d.tasks[id]
+}

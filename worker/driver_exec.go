@@ -144,6 +144,10 @@ func (d *ExecDriver) supervise(t *execTask) {
 			return
 		default:
 		}
+		if t.current().RunOnce {
+			d.finishOnce(t, err)
+			return
+		}
 		msg := "exited"
 		if err != nil {
 			msg = err.Error()
@@ -158,6 +162,59 @@ func (d *ExecDriver) supervise(t *execTask) {
 		bo.Wait(ctx)
 		cancel()
 	}
+}
+
+// finishOnce reports a batch job's exit and keeps the task, exited, until
+// it is stopped: a batch job is never restarted by the driver (the server
+// restarts it, by a new generation, under the bundle's restart policy).
+func (d *ExecDriver) finishOnce(t *execTask, err error) {
+	code := processExitCode(err)
+	msg := fmt.Sprintf("exited with code %d", code)
+	if code == startFailed {
+		msg = err.Error()
+	}
+	t.mu.Lock()
+	t.state, t.message, t.code = api.JobExited, msg, code
+	t.mu.Unlock()
+	select {
+	case d.events <- TaskEvent{ID: t.current().ID, State: api.JobExited, Message: msg, ExitCode: code, Generation: t.current().Generation}:
+	default: // the next reconcile reports the state anyway
+	}
+	<-t.halted
+	t.set(api.JobStopped, "")
+}
+
+// startFailed is the exit code of a process that could not start (as a
+// shell reports a command it cannot run).
+const startFailed = 127
+
+// processExitCode reads a finished process's exit code from Wait's error:
+// 0, its code, 128+signal when a signal ended it, or startFailed.
+func processExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return startFailed
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ee.ExitCode()
+}
+
+// ExitCode implements ExitCoder.
+func (d *ExecDriver) ExitCode(id string) (int, bool) {
+	d.mu.Lock()
+	t := d.tasks[id]
+	d.mu.Unlock()
+	if t == nil {
+		return 0, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.code, t.state == api.JobExited
 }
 
 // runOnce starts the process and waits for it to exit.

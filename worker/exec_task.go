@@ -19,6 +19,7 @@ type execTask struct {
 	a       api.Assignment
 	state   string
 	message string
+	code    int // exit code once a batch job exited
 	proc    *os.Process
 	halted  chan struct{} // closed when the task must stop for good
 	done    chan struct{} // closed when the supervisor has returned

@@ -67,12 +67,22 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 	listed := map[string]bool{}
 	for _, a := range list {
 		listed[a.ID] = true
+		w.restartOnNewGeneration(ctx, a)
 		state, msg := w.cfg.Driver.Ensure(ctx, a)
-		if state == "" || (state == a.Status && msg == a.Message) {
+		report := api.AssignmentStatus{State: state, Message: msg, Generation: a.Generation}
+		if state == api.JobExited {
+			report.ExitCode = w.exitCode(a.ID)
+		}
+		if state == "" || sameReport(a, report) {
 			continue
 		}
-		if err := c.ReportStatus(ctx, w.cfg.NodeID, a.ID, api.AssignmentStatus{State: state, Message: msg}); err != nil {
+		if err := c.ReportStatus(ctx, w.cfg.NodeID, a.ID, report); err != nil {
 			return err
+		}
+	}
+	for id := range w.gens {
+		if !listed[id] {
+			delete(w.gens, id)
 		}
 	}
 	for _, id := range w.cfg.Driver.Running() {
@@ -86,6 +96,47 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 	return nil
 }
 
+// restartOnNewGeneration stops a job whose assignment's generation moved
+// since the worker last saw it (an in-place launch change, a batch
+// restart); the Ensure that follows starts it again with the assignment's
+// launch. A job first seen by this run of the worker is taken as current.
+func (w *Worker) restartOnNewGeneration(ctx context.Context, a api.Assignment) {
+	if a.Desired != api.DesiredRun {
+		return
+	}
+	if w.gens == nil {
+		w.gens = map[string]uint64{}
+	}
+	prev, seen := w.gens[a.ID]
+	w.gens[a.ID] = a.Generation
+	if !seen || prev == a.Generation {
+		return
+	}
+	w.logger.Info("restarting a job for its new generation", "assignment", a.ID, "generation", a.Generation)
+	if err := w.cfg.Driver.Stop(ctx, a.ID); err != nil && ctx.Err() == nil {
+		w.logger.Warn("stopping a job for its new generation failed", "assignment", a.ID, "err", err)
+	}
+}
+
+// exitCode asks the driver for an exited task's code.
+func (w *Worker) exitCode(id string) *int {
+	code := unknownExit
+	if xc, ok := w.cfg.Driver.(ExitCoder); ok {
+		if c, ok := xc.ExitCode(id); ok {
+			code = c
+		}
+	}
+	return &code
+}
+
+// sameReport: the server already has what the driver says.
+func sameReport(a api.Assignment, r api.AssignmentStatus) bool {
+	if r.State != a.Status || r.Message != a.Message {
+		return false
+	}
+	return r.ExitCode == nil || (a.ExitCode != nil && *a.ExitCode == *r.ExitCode)
+}
+
 // reportEvents reports what the driver noticed on its own. A report that
 // fails is not retried here: the next assignment poll compares the driver's
 // state with the server's and reports the difference.
@@ -97,7 +148,12 @@ func (w *Worker) reportEvents(ctx context.Context, events <-chan TaskEvent) {
 		case ev := <-events:
 			c, err := w.client()
 			if err == nil {
-				err = c.ReportStatus(ctx, w.cfg.NodeID, ev.ID, api.AssignmentStatus{State: ev.State, Message: ev.Message})
+				report := api.AssignmentStatus{State: ev.State, Message: ev.Message, Generation: ev.Generation}
+				if ev.State == api.JobExited {
+					code := ev.ExitCode
+					report.ExitCode = &code
+				}
+				err = c.ReportStatus(ctx, w.cfg.NodeID, ev.ID, report)
 			}
 			if err != nil && ctx.Err() == nil {
 				w.logger.Debug("reporting task event failed", "assignment", ev.ID, "err", err)

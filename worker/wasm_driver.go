@@ -49,6 +49,8 @@ type wasmTask struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	state, msg string
+	code       int    // a batch module's exit code, once it exited
+	gen        uint64 // the assignment generation it runs
 	// A deploy that failed for a reason that may pass (the servers out of
 	// reach) is tried again after a backoff.
 	failures  int
@@ -134,7 +136,7 @@ func (d *WasmDriver) retryDue(t *wasmTask) bool {
 
 func (d *WasmDriver) start(a api.Assignment, spec string, failures int) *wasmTask {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures}
+	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures, gen: a.Generation}
 	d.mu.Lock()
 	d.tasks[a.ID] = t
 	d.mu.Unlock()
@@ -226,7 +228,38 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 	}
 	d.set(a.ID, t, api.JobRunning, "")
 	_, err = r.InstantiateModule(ctx, compiled, mc)
+	if code, ok := moduleExitCode(err); ok && a.RunOnce && ctx.Err() == nil {
+		// A batch module ran to its end: its proc_exit code is the result.
+		d.mu.Lock()
+		t.code = code
+		d.mu.Unlock()
+		return api.JobExited, fmt.Sprintf("main.wasm exited with code %d", code)
+	}
 	return d.exitState(err, filepath.Join(dir, stderrLog))
+}
+
+// moduleExitCode reads how a module ended: returning from main is 0, a
+// proc_exit its code; false when it did not exit (a trap, a failure).
+func moduleExitCode(err error) (int, bool) {
+	if err == nil {
+		return 0, true
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		return int(int32(exit.ExitCode())), true
+	}
+	return 0, false
+}
+
+// ExitCode implements ExitCoder.
+func (d *WasmDriver) ExitCode(id string) (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.tasks[id]
+	if t == nil || t.state != api.JobExited {
+		return 0, false
+	}
+	return t.code, true
 }
 
 // exitState reads how a module ended: 0 is stopped, anything else failed
@@ -258,7 +291,7 @@ func (d *WasmDriver) set(id string, t *wasmTask, state, msg string) {
 		return
 	}
 	select {
-	case d.events <- TaskEvent{ID: id, State: state, Message: msg}:
+	case d.events <- TaskEvent{ID: id, State: state, Message: msg, ExitCode: t.code, Generation: t.gen}:
 	default:
 	}
 }

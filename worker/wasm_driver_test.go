@@ -70,6 +70,19 @@ func TestWasmDriver(t *testing.T) {
 
 	t.Run("logs served", func(t *testing.T) { checkWasmLogs(t, d, ref) })
 
+	t.Run("batch exit code", func(t *testing.T) {
+		a := assignment("w1", "b5", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_EXIT": "5"}), api.RuntimeWasm)
+		a.RunOnce = true
+		if msg := waitState(t, d, a, api.JobExited, time.Minute); !strings.Contains(msg, "code 5") {
+			t.Fatalf("exit message %q", msg)
+		}
+		if code, ok := d.ExitCode(a.ID); !ok || code != 5 {
+			t.Fatalf("exit code %d %v, want 5", code, ok)
+		}
+		a.Desired = api.DesiredStop
+		d.Ensure(context.Background(), a)
+	})
+
 	t.Run("memory limit", func(t *testing.T) {
 		a := assignment("w1", "b3", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_ALLOC_MIB": "128"}), api.RuntimeWasm)
 		msg := waitState(t, d, a, api.JobFailed, time.Minute)

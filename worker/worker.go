@@ -72,6 +72,10 @@ type Worker struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
+
+	// gens is the generation each assignment had when the worker last
+	// reconciled it; only the run loop touches it.
+	gens map[string]uint64
 }
 
 // New creates the worker's gossip member; Start joins and runs it.

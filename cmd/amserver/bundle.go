@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ func newBundleCmd(a *app) *cobra.Command {
 		Short: "Submit, inspect and delete bundles",
 	})
 	cmd.AddCommand(newBundleSubmitCmd(a), newBundleValidateCmd(a), newBundlePlanCmd(a),
-		newBundleListCmd(a), newBundleStatusCmd(a), newBundleDeleteCmd(a), newBundleReplaceCmd(a))
+		newBundleListCmd(a), newBundleStatusCmd(a), newBundleDeleteCmd(a), newBundleReplaceCmd(a), newBundleScaleCmd(a))
 	return cmd
 }
 
@@ -106,7 +107,7 @@ func newBundleListCmd(a *app) *cobra.Command {
 			return c.ListBundles(ctx, f, o, q)
 		},
 		Paged: true, Variable: "bundle",
-		Columns:     []string{"ID", "POOL", "PRIORITY", "STATE", "JOBS", "REPLICAS", "EPOCH", "DEGRADATIONS"},
+		Columns:     []string{"ID", "POOL", "PRIORITY", "KIND", "STATE", "JOBS", "REPLICAS", "EPOCH", "DEGRADATIONS"},
 		Row:         bundleRow,
 		WideColumns: []string{"PRIMARY", "BACKUP", "EXPLAINED", "MODIFIED"},
 		WideRow:     bundleWideRow,
@@ -143,6 +144,56 @@ func newBundleDeleteCmd(a *app) *cobra.Command {
 		},
 	}.build(a)
 }
+
+// newBundleScaleCmd changes a service's count: it reads the bundle and
+// replaces it with only the count changed, conditional on the modify index
+// it read (so a concurrent change is not overwritten). The replicas that
+// stay keep their nodes; new ones are placed, the highest ones removed.
+func newBundleScaleCmd(a *app) *cobra.Command {
+	var count int
+	return clientCmd[*api.CreateResponse]{
+		Use:      "scale ID N",
+		Complete: a.completeBundles(),
+		Short:    "Set a service bundle's replica count (1..10000); the other replicas stay where they are",
+		Args:     cobra.ExactArgs(2),
+		Prepare: func(args []string) (string, error) {
+			n, err := strconv.Atoi(args[1])
+			if err != nil || n < 1 || n > maxServiceCount {
+				return "", usageError{err: fmt.Errorf("replica count %q must be a number in 1..%d", clean(args[1]), maxServiceCount)}
+			}
+			count = n
+			return args[0], nil
+		},
+		Kind: "bundle",
+		Call: func(ctx context.Context, c *api.Client, args []string) (*api.CreateResponse, error) {
+			return scaleBundle(ctx, c, args[0], count)
+		},
+		Warnings: func(resp *api.CreateResponse) []api.Finding { return resp.Warnings },
+		Sentence: func(id string, resp *api.CreateResponse) string {
+			return fmt.Sprintf("bundle %q scaled to %d replicas (state %s)", id, resp.Bundle.Count, clean(resp.Bundle.State))
+		},
+	}.build(a)
+}
+
+// scaleBundle reads and replaces; the placer changes a bundle's modify
+// index as it places replicas, so a mismatch is read again, a few times.
+func scaleBundle(ctx context.Context, c *api.Client, id string, count int) (*api.CreateResponse, error) {
+	for attempt := 0; ; attempt++ {
+		b, _, err := c.Bundle(ctx, id, nil)
+		if err != nil {
+			return nil, err
+		}
+		spec := b.BundleSpec
+		spec.Count = count
+		resp, err := c.ReplaceBundle(ctx, spec, b.ModifyIndex)
+		if err == nil || !api.IsCode(err, api.CodeCASMismatch) || attempt == 4 {
+			return resp, err
+		}
+	}
+}
+
+// maxServiceCount is the API's bound on a service's count.
+const maxServiceCount = 10_000
 
 func newBundleReplaceCmd(a *app) *cobra.Command {
 	var (

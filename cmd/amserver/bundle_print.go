@@ -21,7 +21,7 @@ func bundleRow(b api.BundleSummary, _ time.Time) []string {
 			placed++
 		}
 	}
-	return []string{b.ID, b.Pool, effectivePriority(b.Priority, b.EffectivePriority), b.State, strconv.Itoa(b.Jobs),
+	return []string{b.ID, b.Pool, effectivePriority(b.Priority, b.EffectivePriority), orDefault(b.Kind, api.KindResilient), b.State, strconv.Itoa(b.Jobs),
 		fmt.Sprintf("%d/%d", placed, b.WantReplicas), strconv.FormatUint(b.Epoch, 10), list(b.Degradations)}
 }
 
@@ -43,10 +43,19 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 	t.row("ID", b.ID)
 	t.row("Pool", b.Pool)
 	t.row("Priority", effectivePriority(b.Priority, b.EffectivePriority))
+	t.row("Kind", kindSummary(&b.BundleSpec))
 	t.row("State", b.State)
+	if !b.FinishTime.IsZero() {
+		t.row("Finished", fmt.Sprintf("%s (%s)", b.FinishTime.UTC().Format(time.RFC3339), ago(b.FinishTime, now)))
+	}
 	t.row("Epoch", strconv.FormatUint(b.Epoch, 10))
+	if b.Generation > 0 {
+		t.row("Generation", strconv.FormatUint(b.Generation, 10)+" (in-place launch changes)")
+	}
 	t.row("Placement", placementSummary(b.Placement))
-	t.row("Resilience", resilienceSummary(b.Resilience))
+	if b.Kind == "" || b.Kind == api.KindResilient {
+		t.row("Resilience", resilienceSummary(b.Resilience))
+	}
 	if b.StartAt != "" || b.StopAt != "" {
 		t.row("Start at", timeField(b.StartAt, now))
 		t.row("Stop at", timeField(b.StopAt, now))
@@ -83,14 +92,23 @@ func printReplicas(w io.Writer, b *api.Bundle) {
 	}
 	fmt.Fprintln(w, "\nReplicas")
 	t := newTable(w)
-	t.row("REPLICA", "ROLE", "STATE", "JOB", "NODE", "CORES", "GPU", "STATUS")
+	batch := b.Kind == api.KindBatch
+	head := []string{"REPLICA", "ROLE", "STATE", "JOB", "NODE", "CORES", "GPU", "STATUS"}
+	if batch {
+		head = append(head, "EXIT", "RESTARTS")
+	}
+	t.row(head...)
 	for _, r := range b.Replicas {
 		idx := strconv.Itoa(r.Index)
 		if len(r.Jobs) == 0 {
 			t.row(idx, r.Role, orDash(r.State), "-", "-", "-", "-", "-")
 		}
 		for _, j := range r.Jobs {
-			t.row(idx, r.Role, orDash(r.State), j.Name, orDash(j.NodeID), coreSet(j.Cores), gpuPlacement(j), orDash(j.Status))
+			row := []string{idx, r.Role, orDash(r.State), j.Name, orDash(j.NodeID), coreSet(j.Cores), gpuPlacement(j), orDash(j.Status)}
+			if batch {
+				row = append(row, exitText(j.ExitCode), strconv.Itoa(j.Attempts))
+			}
+			t.row(row...)
 		}
 	}
 	_ = t.flush() // a failed terminal write has no one to report to
@@ -164,6 +182,38 @@ func degradationCodes(ds []api.Degradation) string {
 
 func placementSummary(p api.Placement) string {
 	return fmt.Sprintf("sameNodeDefault=%t sameAz=%s", p.SameNodeDefault, orDefault(p.SameAz, api.SameAzOff))
+}
+
+// kindSummary is the kind with the fields that belong to it.
+func kindSummary(s *api.BundleSpec) string {
+	switch s.Kind {
+	case api.KindService:
+		out := fmt.Sprintf("service: %d replicas", s.Count)
+		if s.MaxPerNode > 0 {
+			out += fmt.Sprintf(", at most %d per node", s.MaxPerNode)
+		}
+		if s.MaxPerAz > 0 {
+			out += fmt.Sprintf(", at most %d per az", s.MaxPerAz)
+		}
+		return out + fmt.Sprintf(", maxUnavailable %d", max(s.MaxUnavailable, 1))
+	case api.KindBatch:
+		out := "batch: no restart"
+		if r := s.Restart; r != nil {
+			out = fmt.Sprintf("batch: restart %d time(s) after %s, then %s", r.Attempts, orDefault(r.Delay, "0s"), orDefault(r.Mode, api.RestartFail))
+		}
+		if s.TTLAfterFinished != "" {
+			out += ", deleted " + s.TTLAfterFinished + " after it ends"
+		}
+		return out
+	}
+	return api.KindResilient
+}
+
+func exitText(code *int) string {
+	if code == nil {
+		return "-"
+	}
+	return strconv.Itoa(*code)
 }
 
 func resilienceSummary(r *api.Resilience) string {

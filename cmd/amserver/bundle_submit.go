@@ -89,7 +89,7 @@ func (a *app) submit(cmd *cobra.Command, spec api.BundleSpec, wait bool) error {
 // why it cannot.
 func printWaitResult(w io.Writer, b *api.Bundle) error {
 	switch b.State {
-	case api.StatePlaced, api.StateDegraded:
+	case api.StatePlaced, api.StateDegraded, api.StateComplete, api.StateFailed:
 		printReplicas(w, b)
 		printDegradations(w, b.Degradations, time.Now())
 	case api.StateUnplaceable:
@@ -110,7 +110,7 @@ func (a *app) waitBundle(ctx context.Context, c *api.Client, b api.Bundle, progr
 	}
 	stamp(&b)
 	index := b.ModifyIndex
-	for !settled(b.State) {
+	for !settled(&b) {
 		next, meta, err := c.Bundle(ctx, b.ID, &api.QueryOptions{Stale: a.stale, Index: index, Wait: blockFor(ctx)})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -134,11 +134,14 @@ func (a *app) waitBundle(ctx context.Context, c *api.Client, b api.Bundle, progr
 }
 
 // settled reports whether waiting longer would not change the outcome:
-// unplaceable bundles are retried only when the cluster changes, and a
-// scheduled one not before its start time.
-func settled(state string) bool {
-	switch state {
-	case api.StatePlaced, api.StateDegraded, api.StateUnplaceable, api.StateScheduled, api.StateDeleting:
+// unplaceable bundles are retried only when the cluster changes, a
+// scheduled one not before its start time. A batch bundle is waited for
+// until it ends, complete or failed.
+func settled(b *api.Bundle) bool {
+	switch b.State {
+	case api.StatePlaced, api.StateDegraded:
+		return b.Kind != api.KindBatch
+	case api.StateUnplaceable, api.StateScheduled, api.StateDeleting, api.StateComplete, api.StateFailed:
 		return true
 	}
 	return false
@@ -151,6 +154,8 @@ func settledError(b *api.Bundle) error {
 			"bundle %q is unplaceable for now; it is retried when the cluster changes", b.ID)
 	case api.StateDeleting:
 		return sentence(errors.New(b.State), "bundle %q is being deleted", b.ID)
+	case api.StateFailed:
+		return sentence(errors.New(b.State), "batch bundle %q failed: a job exhausted its restart attempts", b.ID)
 	}
 	return nil
 }

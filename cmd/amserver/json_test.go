@@ -46,6 +46,7 @@ func TestJSONEveryCommand(t *testing.T) {
 	dir := t.TempDir()
 	bundle := writeFile(t, dir, "b.yaml", "id: j-1\npool: default\njobs: [{name: enc, requirements: {capacity: 1}}]\n")
 	retag := writeFile(t, dir, "b2.yaml", "id: j-1\npool: default\ntags: {team: audio}\njobs: [{name: enc, requirements: {capacity: 1}}]\n")
+	svc := writeFile(t, dir, "svc.yaml", "id: web\npool: default\nkind: service\ncount: 2\njobs: [{name: srv, requirements: {capacity: 0.1}}]\n")
 	pool := writeFile(t, dir, "p.json", `{"name": "extra"}`)
 	service := writeFile(t, dir, "s.yaml", "id: probe\npools: [extra]\nlaunch: {driver: none}\n")
 	snap := filepath.Join(dir, "state.snap")
@@ -74,6 +75,8 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"bundle", "list"}},
 		{args: []string{"bundle", "status", "j-1"}},
 		{args: []string{"bundle", "replace", retag}},
+		{args: []string{"bundle", "submit", svc}},
+		{args: []string{"bundle", "scale", "web", "3"}},
 		{args: []string{"node", "cordon", "worker-2"}},
 		{args: []string{"node", "uncordon", "worker-2"}},
 		{args: []string{"node", "drain", "worker-2"}},

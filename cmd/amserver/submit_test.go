@@ -201,3 +201,36 @@ func TestSubmitWaitNonBlockingServer(t *testing.T) {
 		t.Errorf("%d queries in 600ms: the loop spins", gets)
 	}
 }
+
+// TestBundleScale: scale reads the bundle, replaces it with only the count
+// changed, conditional on the modify index it read; a count outside
+// 1..10000 is a usage error that sends nothing.
+func TestBundleScale(t *testing.T) {
+	f := newFake(t)
+	svc := sampleBundle()
+	svc.Kind, svc.Count, svc.Resilience = api.KindService, 2, nil
+	f.reply("GET /v1/bundles/enc-1", http.StatusOK, svc)
+	f.on("PUT /v1/bundles/enc-1", func(w http.ResponseWriter, r *http.Request) {
+		var in api.BundleSpec
+		_ = json.NewDecoder(r.Body).Decode(&in)
+		out := svc
+		out.BundleSpec = in
+		writeJSON(w, http.StatusOK, 10, api.CreateResponse{Bundle: out, Warnings: []api.Finding{}})
+	})
+	r := runCLI(t, f.srv.URL, "", "bundle", "scale", "enc-1", "5")
+	if r.code != exitOK || !strings.Contains(r.stdout, `bundle "enc-1" scaled to 5 replicas`) {
+		t.Fatalf("exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	put := f.last("PUT", "/v1/bundles/enc-1")
+	var sent api.BundleSpec
+	if err := json.Unmarshal(put.body, &sent); err != nil || sent.Count != 5 || sent.Kind != api.KindService ||
+		len(sent.Jobs) != len(svc.Jobs) || !slices.Equal(put.query["cas"], []string{"9"}) {
+		t.Fatalf("sent %s ?%v (%v)", put.body, put.query, err)
+	}
+	for _, bad := range []string{"0", "10001", "x"} {
+		before := len(f.seen())
+		if r := runCLI(t, f.srv.URL, "", "bundle", "scale", "enc-1", bad); r.code != exitUsage || len(f.seen()) != before {
+			t.Fatalf("scale to %s: exit %d, requests %d→%d", bad, r.code, before, len(f.seen()))
+		}
+	}
+}

@@ -268,7 +268,7 @@ export function ago(iso) {
 export function statusKind(status) {
   return { ready: 'ok', placed: 'ok', running: 'ok', alive: 'ok', suspect: 'warn', degraded: 'warn',
     pending: 'info', scheduled: 'info', assigned: 'info', stopping: 'warn', deleting: 'warn',
-    down: 'bad', failed: 'bad', dead: 'bad', unplaceable: 'bad', left: '', stopped: '' }[status] || '';
+    down: 'bad', failed: 'bad', dead: 'bad', unplaceable: 'bad', left: '', stopped: '', complete: 'ok', exited: '' }[status] || '';
 }
 
 // confirmAction asks before a change; it resolves to true on Confirm.

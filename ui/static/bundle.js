@@ -24,9 +24,16 @@ function gpuText(j) {
   return '–';
 }
 
+// exitText is a job's status, with a batch job's exit code and restarts.
+function exitText(j) {
+  if (j.exitCode === undefined) return j.status;
+  return `${j.status} ${j.exitCode}` + (j.attempts ? ` (${j.attempts} restart${j.attempts > 1 ? 's' : ''})` : '');
+}
+
 function replicaTable(b, replica, azOf) {
   const jobs = new Map((b.jobs || []).map((j) => [j.name, j]));
-  const label = `${replica.role === 'primary' ? 'Primary' : 'Backup'} replica`;
+  const label = replica.role === 'replica' ? `Replica ${replica.index}`
+    : `${replica.role === 'primary' ? 'Primary' : 'Backup'} replica`;
   return h('div', { class: 'panel', data: { replica: replica.role } },
     h('h2', {}, label, ' ', badge(replica.state, statusKind(replica.state)),
       replica.epoch ? h('span', { class: 'muted' }, ` epoch ${replica.epoch}`) : ''),
@@ -37,7 +44,7 @@ function replicaTable(b, replica, azOf) {
         h('td', {}, j.nodeId ? idLink('nodes', j.nodeId) : '–'), h('td', {}, azOf[j.nodeId] || '–'),
         h('td', { class: 'mono' }, j.cores && j.cores.length ? j.cores.join(',') : '–'),
         h('td', { class: 'mono' }, gpuText(j)),
-        h('td', {}, j.status ? badge(j.status, statusKind(j.status)) : '–'))))));
+        h('td', {}, j.status ? badge(exitText(j), statusKind(j.status)) : '–'))))));
 }
 
 function explainBlock(ex) {

@@ -5,10 +5,16 @@ import { pagedList } from './listview.js';
 
 export const title = 'Bundles';
 
-const STATES = ['scheduled', 'pending', 'placed', 'degraded', 'unplaceable', 'deleting'];
+const STATES = ['scheduled', 'pending', 'placed', 'degraded', 'unplaceable', 'deleting', 'complete', 'failed'];
 
 // where lists a replica's nodes, or why it has none.
 function where(bundle, role) {
+  if (bundle.kind === 'service') {
+    // A service's replicas are peers: the first column counts the complete ones.
+    if (role !== 'primary') return h('td', { class: 'where muted', data: { role } }, 'none requested');
+    const done = (bundle.replicas || []).filter((r) => r.state === 'placed').length;
+    return h('td', { class: 'where', data: { role } }, `${done}/${bundle.wantReplicas} replicas`);
+  }
   const r = (bundle.replicas || []).find((x) => x.role === role);
   if (!r) {
     const text = role === 'backup' && bundle.wantReplicas < 2 ? 'none requested' : '–';
@@ -31,7 +37,7 @@ function row(b) {
   return h('tr', { data: { bundleId: b.id } },
     h('td', {}, idLink('bundles', b.id)),
     h('td', { class: 'state' }, badge(b.state, statusKind(b.state))),
-    h('td', { class: 'small' }, `${b.pool} · ${b.effectivePriority || b.priority || 'silver'}`),
+    h('td', { class: 'small' }, `${b.pool} · ${b.effectivePriority || b.priority || 'silver'}` + (b.kind && b.kind !== 'resilient' ? ` · ${b.kind}` : '')),
     where(b, 'primary'),
     where(b, 'backup'),
     h('td', { class: 'num' }, b.jobs),

@@ -1,0 +1,74 @@
+package fsm
+
+// A launch change on a service is rolled out replica by replica (DESIGN
+// §4): at most maxUnavailable replicas are unavailable at a time, a replica
+// being available when it is complete and every job of it reports running.
+// The FSM moves the rollout on as reports arrive, so it needs no timer and
+// a new leader has nothing to rebuild: relaunch starts it, and every
+// report of a replica that finished its restart lets the next ones go.
+
+// relaunchAssignment hands one assignment the spec's launch at the
+// bundle's generation; its status starts over, so the worker's next report
+// (of the restarted job) is a change.
+func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
+	job := b.Spec.Job(a.Job)
+	if job == nil {
+		return
+	}
+	cp := *a
+	cp.Launch, cp.Runtime = job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
+	cp.Generation = b.Generation
+	cp.Status, cp.Message, cp.ExitCode = JobAssigned, "", 0
+	t.putAssignment(&cp)
+	if jp := b.slotJob(a.Replica, a.Job); jp != nil && jp.NodeID == a.NodeID {
+		jp.Status = JobAssigned
+	}
+}
+
+// advanceRollout relaunches the replicas still on an older generation, in
+// index order, as far as maxUnavailable allows; b is the bundle being
+// written (a copy the caller puts).
+func (t *tx) advanceRollout(b *Bundle) {
+	behind := map[int][]*Assignment{} // slot → its assignments on an older generation
+	for _, a := range t.BundleAssignments(b.ID()) {
+		if a.Desired == DesiredRun && a.Generation < b.Generation {
+			behind[a.Replica] = append(behind[a.Replica], a)
+		}
+	}
+	b.Rolling = len(behind) > 0
+	if !b.Rolling {
+		return
+	}
+	budget := max(b.Spec.MaxUnavailable, 1)
+	for i := range b.Replicas {
+		if !replicaAvailable(&b.Replicas[i]) {
+			budget--
+		}
+	}
+	for i := range b.Replicas {
+		slot := b.Replicas[i].Slot
+		if budget <= 0 {
+			return
+		}
+		if len(behind[slot]) == 0 {
+			continue
+		}
+		for _, a := range behind[slot] {
+			t.relaunchAssignment(b, a)
+		}
+		budget--
+	}
+}
+
+// replicaAvailable: complete, and every job reports running.
+func replicaAvailable(r *Replica) bool {
+	if !r.Complete() {
+		return false
+	}
+	for _, j := range r.Jobs {
+		if j.Status != JobRunning {
+			return false
+		}
+	}
+	return true
+}
