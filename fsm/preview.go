@@ -10,6 +10,7 @@ func (f *FSM) Preview(index uint64, data []byte) *Result {
 	if len(data) == 0 {
 		return &Result{Index: index, Err: fmt.Errorf("%w: empty command", ErrInvalid)}
 	}
+	f.flushOpen() // memdb allows one write transaction at a time
 	f.mu.RLock()
 	db := f.db
 	f.mu.RUnlock()
