@@ -49,6 +49,7 @@ type FSM struct {
 	wmu      sync.Mutex
 	open     *memdb.Txn
 	openLogs []*raft.Log // the commands applied in open, for a redo
+	openView openView    // what open has written, and the state it started on
 	hasOpen  atomic.Bool // open != nil, read without wmu by State
 	changeCh chan struct{}
 	applied  atomic.Uint64 // raft index of the last applied entry
@@ -157,7 +158,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 
 // applyOne applies one command in txn, recording the tables it changed;
 // dirty reports a failure after the command had written something.
-func (f *FSM) applyOne(txn *memdb.Txn, l *raft.Log, changed map[string]bool) (res *Result, dirty bool) {
+func (f *FSM) applyOne(txn *memdb.Txn, view *openView, l *raft.Log, changed map[string]bool) (res *Result, dirty bool) {
 	if len(l.Data) == 0 {
 		panic(&UndecodableError{Err: fmt.Errorf("empty command at index %d", l.Index)})
 	}
@@ -170,7 +171,7 @@ func (f *FSM) applyOne(txn *memdb.Txn, l *raft.Log, changed map[string]bool) (re
 		}
 		panic(&UndecodableError{Type: typ, Err: fmt.Errorf("unknown command type at index %d", l.Index)})
 	}
-	t := newTx(txn, l.Index)
+	t := newTx(txn, l.Index, view)
 	value, err := f.dispatch(h, typ, t, l.Data[1:])
 	if err != nil {
 		return &Result{Index: l.Index, Err: err}, len(t.changed) > 0

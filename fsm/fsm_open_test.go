@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/ledger"
 )
 
 // panicType is a test-only command that writes and then panics, as a
@@ -170,4 +172,47 @@ func TestSnapshotRestoreAndPreviewWithAnOpenTransaction(t *testing.T) {
 	if st.Bundle("after") == nil || st.Bundle("preview") != nil {
 		t.Fatal("preview wrote, or the command before it was lost")
 	}
+}
+
+// TestOpenViewReadsWhatTheTransactionWrote: commands that read rows which
+// earlier commands of the same open transaction wrote (a node made ready,
+// a bundle created, then placed, then deleted) see those writes, and the
+// state equals that of a replica that committed every command alone.
+func TestOpenViewReadsWhatTheTransactionWrote(t *testing.T) {
+	h := newHarness(t) // numbers and encodes the log
+	n := testNode("n1", "p", "az1", "c1", 8000, 8)
+	logs := []*raft.Log{
+		h.log(RegisterNodeType, &RegisterNodeRequest{Node: n}),
+		h.log(NodeStatusType, &NodeStatusRequest{NodeID: "n1", Status: NodeReady}),
+		h.log(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p", testJob("j", 100, 0))}),
+		h.log(ApplyPlanType, &Plan{Parts: []PlanPart{place("b1", 0, "n1", ledger.Grant{Capacity: 100})}}),
+		h.log(ApplyPlanType, &Plan{Parts: []PlanPart{place("b1", 0, "n1", ledger.Grant{Capacity: 100})}}), // already placed: rejected
+		h.log(DeleteBundleType, &DeleteBundleRequest{ID: "b1"}),
+		h.log(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p", testJob("j", 200, 0))}), // exists, different spec
+	}
+	open, alone := New(Config{}), New(Config{})
+	var got, want []*Result
+	for _, l := range logs {
+		got = append(got, open.Apply(l).(*Result))
+		want = append(want, alone.Apply(l).(*Result))
+		alone.State()
+	}
+	for i := range logs {
+		if (got[i].Err == nil) != (want[i].Err == nil) {
+			t.Fatalf("command %d: open %v, alone %v", i, got[i].Err, want[i].Err)
+		}
+	}
+	if pr := got[3].Value.(*PlanResult); len(pr.Committed) != 1 {
+		t.Fatalf("the plan did not see the bundle and node written before it: %+v", pr)
+	}
+	if pr := got[4].Value.(*PlanResult); len(pr.Rejected) != 1 {
+		t.Fatalf("the second plan did not see the first one's placement: %+v", pr)
+	}
+	if got[6].Err == nil {
+		t.Fatal("the second create did not see the bundle")
+	}
+	if stateHash(t, open) != stateHash(t, alone) {
+		t.Fatal("state differs from one transaction per command")
+	}
+	checkInvariants(t, open)
 }
