@@ -37,6 +37,11 @@ func (d *fsmDriver) apply(typ fsm.MessageType, body any) (*fsm.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", typ, err)
 	}
+	return d.applyEncoded(typ, data)
+}
+
+// applyEncoded applies one command already encoded (fsm.Encode).
+func (d *fsmDriver) applyEncoded(typ fsm.MessageType, data []byte) (*fsm.Result, error) {
 	d.index++
 	res, ok := d.fsm.Apply(&raft.Log{Index: d.index, Term: 1, Type: raft.LogCommand, Data: data}).(*fsm.Result)
 	if !ok {

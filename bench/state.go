@@ -28,7 +28,7 @@ const (
 	stateNodes    = 5000
 	statePool     = "main"
 	statePlanSize = 256
-	stateRSSLimit = 1 << 30 // bytes per server
+	stateRSSLimit = 500 << 20 // bytes per server (issue 19)
 )
 
 // measureState is the suite itself; runState runs it in a process of its
@@ -71,15 +71,28 @@ type loadTimes struct {
 	createsCPU, plansCPU time.Duration
 }
 
+// Issue 19's goals for one replica's apply, in CPU time with garbage
+// collection included: CPU time, unlike wall time, does not move with
+// what else a shared machine runs.
+const (
+	stateCreateCPUGoal = 50 // µs per bundle create
+	stateJobCPUGoal    = 25 // µs per placed job
+)
+
 func (l loadTimes) results(bundles int) []Result {
-	us := func(d time.Duration, n int) string {
-		return fmt.Sprintf("%.1f µs CPU each (GC included)", float64(d.Microseconds())/float64(n))
-	}
+	us := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
+	create, job := us(l.createsCPU, bundles), us(l.plansCPU, 2*bundles)
 	return []Result{
 		{Suite: "state", Name: "FSM apply: bundle creates (one replica)", Value: float64(bundles) / l.creates.Seconds(), Unit: "bundles/s",
-			Note: "one Raft entry each, as the API submits them; " + us(l.createsCPU, bundles)},
+			Note: "one Raft entry each, as the API submits them, encoded beforehand; wall time, so it moves with the machine's load"},
+		{Suite: "state", Name: "FSM apply CPU per bundle create", Value: create, Unit: "µs",
+			Target: fmt.Sprintf("<= %d µs", stateCreateCPUGoal), Met: Met(create <= stateCreateCPUGoal),
+			Note: "process CPU time (user+system, GC included) over the creates, divided by their number"},
 		{Suite: "state", Name: "FSM apply: plans (one replica)", Value: float64(2*bundles) / l.plans.Seconds(), Unit: "jobs/s",
-			Note: fmt.Sprintf("plans of %d 2-job bundles up to %d bundles; %s", statePlanSize, bundles, us(l.plansCPU, 2*bundles))},
+			Note: fmt.Sprintf("plans of %d 2-job bundles up to %d bundles; wall time", statePlanSize, bundles)},
+		{Suite: "state", Name: "FSM apply CPU per placed job", Value: job, Unit: "µs",
+			Target: fmt.Sprintf("<= %d µs", stateJobCPUGoal), Met: Met(job <= stateJobCPUGoal),
+			Note: "process CPU time (GC included) over the plans, divided by the jobs they placed"},
 	}
 }
 
@@ -103,14 +116,17 @@ func loadState(ctx context.Context, bundles int) (*fsmDriver, loadTimes, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, lt, fmt.Errorf("loading: %w", err)
 		}
-		plan := &fsm.Plan{}
+		// The commands are encoded before the clocks start: encoding is
+		// the leader's work, once, and what is timed is a replica's apply.
+		creates, plan, err := encodeStateBatch(first, min(first+statePlanSize, bundles))
+		if err != nil {
+			return nil, lt, err
+		}
 		start, cpu := time.Now(), stateProcessCPU()
-		for i := first; i < min(first+statePlanSize, bundles); i++ {
-			spec := stateSpec(i)
-			if _, err := d.apply(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec}); err != nil {
+		for _, data := range creates {
+			if _, err := d.applyEncoded(fsm.CreateBundleType, data); err != nil {
 				return nil, lt, err
 			}
-			plan.Parts = append(plan.Parts, statePart(spec.ID, i))
 		}
 		lt.creates += time.Since(start)
 		lt.createsCPU += stateProcessCPU() - cpu
@@ -122,6 +138,26 @@ func loadState(ctx context.Context, bundles int) (*fsmDriver, loadTimes, error) 
 		lt.plansCPU += stateProcessCPU() - cpu
 	}
 	return d, lt, nil
+}
+
+// encodeStateBatch encodes the creates of bundles [from, to) and the plan
+// that places them.
+func encodeStateBatch(from, to int) (creates [][]byte, plan []byte, err error) {
+	p := &fsm.Plan{}
+	for i := from; i < to; i++ {
+		spec := stateSpec(i)
+		data, err := fsm.Encode(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec})
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode create: %w", err)
+		}
+		creates = append(creates, data)
+		p.Parts = append(p.Parts, statePart(spec.ID, i))
+	}
+	plan, err = fsm.Encode(fsm.ApplyPlanType, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode plan: %w", err)
+	}
+	return creates, plan, nil
 }
 
 // stateSpec is a typical channel: an encoder and a muxer with a launch
@@ -150,8 +186,8 @@ func statePart(id string, i int) fsm.PlanPart {
 	}}}}
 }
 
-func applyPlanAll(d *fsmDriver, plan *fsm.Plan) error {
-	res, err := d.apply(fsm.ApplyPlanType, plan)
+func applyPlanAll(d *fsmDriver, plan []byte) error {
+	res, err := d.applyEncoded(fsm.ApplyPlanType, plan)
 	if err != nil {
 		return err
 	}
@@ -182,7 +218,7 @@ func memoryResults(bundles int, base, loaded memSample, peak uint64) []Result {
 	heap := loaded.heap - min(base.heap, loaded.heap)
 	return []Result{
 		{Suite: "state", Name: fmt.Sprintf("RSS per server, %d bundles", bundles), Value: mib(loaded.rss), Unit: "MiB",
-			Target: "< 1 GiB", Met: Met(loaded.rss < stateRSSLimit),
+			Target: "<= 500 MiB", Met: Met(loaded.rss <= stateRSSLimit),
 			Note: fmt.Sprintf("a process of its own holding one replica's state, after a GC (%.0f MiB before loading)", mib(base.rss))},
 		{Suite: "state", Name: fmt.Sprintf("peak RSS while loading, %d bundles", bundles), Value: mib(peak), Unit: "MiB",
 			Note: "high-water mark with garbage not yet collected (GOGC=100); a server's RSS moves between the two"},
@@ -201,19 +237,28 @@ func measureSnapshot(f *fsm.FSM, dir string, bundles int) ([]Result, error) {
 	}
 	path := filepath.Join(dir, "state.snap")
 	defer os.Remove(path)
+	cpu0 := stateProcessCPU()
 	save, size, err := timeSave(f, path)
 	if err != nil {
 		return nil, err
 	}
+	cpu1 := stateProcessCPU()
 	fresh := fsm.New(fsm.Config{})
 	restore, err := timeRestore(fresh, path)
 	if err != nil {
 		return nil, err
 	}
+	cpu2 := stateProcessCPU()
 	if err := sameDigest(f, fresh); err != nil {
 		return nil, err
 	}
-	return snapshotResults(bundles, save, restore, size), nil
+	return snapshotResults(bundles, snapTimes{save: save, restore: restore, saveCPU: cpu1 - cpu0, restoreCPU: cpu2 - cpu1}, size), nil
+}
+
+// snapTimes are a save's and a restore's wall and process CPU times.
+type snapTimes struct {
+	save, restore       time.Duration
+	saveCPU, restoreCPU time.Duration
 }
 
 func timeSave(f *fsm.FSM, path string) (time.Duration, int64, error) {
@@ -273,16 +318,18 @@ func sameDigest(a, b *fsm.FSM) error {
 	return nil
 }
 
-func snapshotResults(bundles int, save, restore time.Duration, size int64) []Result {
-	// The target is 5 s per 100,000 bundles; a quick run scales it down.
-	limit := 5 * time.Second * time.Duration(bundles) / 100_000
-	total := save + restore
+func snapshotResults(bundles int, t snapTimes, size int64) []Result {
+	// The target (issue 19) is 3 s per 100,000 bundles; a quick run scales
+	// it down.
+	limit := 3 * time.Second * time.Duration(bundles) / 100_000
+	total := t.save + t.restore
 	return []Result{
 		{Suite: "state", Name: fmt.Sprintf("snapshot save + restore, %d bundles", bundles), Value: total.Seconds(), Unit: "s",
-			Target: fmt.Sprintf("< %v", limit), Met: Met(total < limit),
-			Note: fmt.Sprintf("save %.2fs (to disk, fsynced), restore %.2fs (into a fresh FSM)", save.Seconds(), restore.Seconds())},
-		{Suite: "state", Name: "snapshot save", Value: save.Seconds(), Unit: "s"},
-		{Suite: "state", Name: "snapshot restore", Value: restore.Seconds(), Unit: "s"},
+			Target: fmt.Sprintf("<= %v", limit), Met: Met(total <= limit),
+			Note: fmt.Sprintf("wall time: save %.2fs (to disk, fsynced), restore %.2fs (into a fresh FSM); CPU %.2fs + %.2fs (both use up to 2 cores)",
+				t.save.Seconds(), t.restore.Seconds(), t.saveCPU.Seconds(), t.restoreCPU.Seconds())},
+		{Suite: "state", Name: "snapshot save", Value: t.save.Seconds(), Unit: "s", Note: fmt.Sprintf("%.2fs CPU", t.saveCPU.Seconds())},
+		{Suite: "state", Name: "snapshot restore", Value: t.restore.Seconds(), Unit: "s", Note: fmt.Sprintf("%.2fs CPU", t.restoreCPU.Seconds())},
 		{Suite: "state", Name: fmt.Sprintf("snapshot size, %d bundles", bundles), Value: float64(size) / (1 << 20), Unit: "MiB"},
 	}
 }

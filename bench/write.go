@@ -105,7 +105,7 @@ func runWrite(ctx context.Context, o Options) ([]Result, error) {
 		}
 	}()
 	rows := map[string][]Result{}
-	tput := map[string]map[int]float64{} // system → concurrency → ops/s
+	meas := map[string]map[int]writeMeasurement{} // system → concurrency → window
 	// Concurrency outside, systems inside: the numbers a ratio compares are
 	// measured back to back, so a noisy neighbour on the machine (or the
 	// disk's mood) hits both sides alike.
@@ -114,24 +114,25 @@ func runWrite(ctx context.Context, o Options) ([]Result, error) {
 			if r.failed || ctx.Err() != nil {
 				continue
 			}
-			row, rate, err := r.measure(ctx, o, conc, payload)
+			row, m, err := r.measure(ctx, o, conc, payload)
 			if err != nil {
 				r.failed = true
 				errs = append(errs, fmt.Errorf("%s c=%d: %w", r.sys.name, conc, err))
 				continue
 			}
 			rows[r.sys.name] = append(rows[r.sys.name], row)
-			if tput[r.sys.name] == nil {
-				tput[r.sys.name] = map[int]float64{}
+			if meas[r.sys.name] == nil {
+				meas[r.sys.name] = map[int]writeMeasurement{}
 			}
-			tput[r.sys.name][conc] = rate
+			meas[r.sys.name][conc] = m
 		}
 	}
 	var rs []Result
 	for _, sys := range systems {
 		rs = append(rs, rows[sys.name]...)
 	}
-	rs = append(rs, writeRatioRows(tput)...)
+	rs = append(rs, writeRatioRows(meas)...)
+	rs = append(rs, writeGoalRows(meas["amserver"])...)
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
@@ -164,19 +165,19 @@ func startWriteSystems(ctx context.Context, o Options, systems []writeSystem, pa
 }
 
 // measure runs one warm-up and window at concurrency conc.
-func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int) (Result, float64, error) {
+func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int) (Result, writeMeasurement, error) {
 	if err := r.t.prepare(conc); err != nil {
-		return Result{}, 0, fmt.Errorf("prepare: %w", err)
+		return Result{}, writeMeasurement{}, fmt.Errorf("prepare: %w", err)
 	}
 	warmup, window := writeTiming(o)
 	m, err := measureWrites(ctx, r.t, conc, warmup, window, &r.seq)
 	if err != nil {
-		return Result{}, 0, err
+		return Result{}, writeMeasurement{}, err
 	}
 	o.Logger.Info("measured", "system", r.sys.name, "c", conc, "ops/s", int(m.rate()), "errors", m.errors)
-	note := fmt.Sprintf("%d ops in %s, CPU %.2f ms/op (%.2f cores)",
+	note := fmt.Sprintf("%d ops in %s, CPU %.2f ms/op (%.2f cores), p50 %.2f ms",
 		m.ops, m.elapsed.Round(time.Millisecond), float64(m.cpuPerOp().Microseconds())/1000,
-		m.cpu.Seconds()/m.elapsed.Seconds())
+		m.cpu.Seconds()/m.elapsed.Seconds(), float64(m.p50.Microseconds())/1000)
 	if conc == writeConcurrencies[0] { // the setup once per system keeps the table readable
 		note += fmt.Sprintf("; %s; %d B payload", r.sys.note, payload)
 	}
@@ -186,7 +187,7 @@ func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int
 	return Result{
 		Suite: "write", Name: fmt.Sprintf("%s c=%d %s", r.sys.verb, conc, r.sys.name),
 		Value: m.rate(), Unit: "ops/s", Note: note,
-	}, m.rate(), nil
+	}, m, nil
 }
 
 // writeMeasurement is what one window counted.
@@ -194,6 +195,7 @@ type writeMeasurement struct {
 	ops, errors int64
 	elapsed     time.Duration
 	cpu         time.Duration // process CPU time over the window
+	p50         time.Duration // median latency of the writes acknowledged in the window
 	firstErr    error
 }
 
@@ -223,11 +225,13 @@ func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window 
 	var firstErr error
 	var errOnce sync.Once
 	var wg sync.WaitGroup
+	lats := make([][]time.Duration, conc) // each writer's own, merged after
 	for w := range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() && ctx.Err() == nil {
+				began := time.Now()
 				err := t.write(ctx, w, seq.Add(1))
 				if !counting.Load() {
 					continue
@@ -238,6 +242,7 @@ func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window 
 					continue
 				}
 				ops.Add(1)
+				lats[w] = append(lats[w], time.Since(began))
 			}
 		}()
 	}
@@ -252,7 +257,7 @@ func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window 
 	if err := ctx.Err(); err != nil {
 		return writeMeasurement{}, fmt.Errorf("measurement interrupted: %w", err)
 	}
-	m := writeMeasurement{ops: ops.Load(), errors: errs.Load(), elapsed: elapsed, cpu: cpu, firstErr: firstErr}
+	m := writeMeasurement{ops: ops.Load(), errors: errs.Load(), elapsed: elapsed, cpu: cpu, p50: median(slices.Concat(lats...)), firstErr: firstErr}
 	if m.ops == 0 && m.errors > 0 {
 		return m, fmt.Errorf("every write failed: %w", firstErr)
 	}
@@ -266,30 +271,4 @@ func writeSleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-}
-
-// writeRatioRows compares amserver with each peer at every concurrency; only
-// c=64 carries the targets.
-func writeRatioRows(tput map[string]map[int]float64) []Result {
-	targets := map[string]float64{"etcd": 1.0, "raw-raft": 0.8}
-	var rs []Result
-	for _, peer := range []string{"etcd", "raw-raft"} {
-		for _, conc := range writeConcurrencies {
-			a, okA := tput["amserver"][conc]
-			p, okP := tput[peer][conc]
-			if !okA || !okP || p <= 0 {
-				continue
-			}
-			r := Result{
-				Suite: "write", Name: fmt.Sprintf("amserver/%s c=%d", peer, conc), Value: a / p, Unit: "ratio",
-				Note: fmt.Sprintf("%.0f vs %.0f ops/s", a, p),
-			}
-			if conc == 64 {
-				r.Target = fmt.Sprintf(">= %.1f", targets[peer])
-				r.Met = Met(r.Value >= targets[peer])
-			}
-			rs = append(rs, r)
-		}
-	}
-	return rs
 }

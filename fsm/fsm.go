@@ -43,8 +43,14 @@ type FSM struct {
 	exprs  ExprChecker
 	eval   ExprEvaluator
 
-	mu       sync.RWMutex // guards db and changeCh across a restore swap
-	db       *memdb.MemDB
+	mu sync.RWMutex // guards db and changeCh across a restore swap
+	db *memdb.MemDB
+	// wmu guards the open write transaction (fsm_open.go); taken before mu.
+	wmu      sync.Mutex
+	open     *memdb.Txn
+	openLogs []*raft.Log // the commands applied in open, for a redo
+	openView openView    // what open has written, and the state it started on
+	hasOpen  atomic.Bool // open != nil, read without wmu by State
 	changeCh chan struct{}
 	applied  atomic.Uint64 // raft index of the last applied entry
 	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
@@ -128,60 +134,34 @@ func (f *FSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// ApplyBatch implements raft.BatchingFSM. The batch's commands share one
-// write transaction, committed at the end: a transaction of its own per
-// command re-copied the upper radix nodes of every index it touched and
-// paid a commit, about a fifth of a create's apply. Each command stays
-// atomic: one that fails without writing leaves the transaction as it was,
-// and one that fails after writing (none does today) makes applyRun redo
-// the commands before it in a fresh transaction and drop its writes, which
-// is what one transaction per command gives.
+// ApplyBatch implements raft.BatchingFSM. Commands apply in one write
+// transaction that stays open across entries and batches until someone
+// reads (State, Snapshot, Restore and Preview commit it first) or it holds
+// maxOpenCommands: a transaction per command re-copied the upper radix
+// nodes of every index it touched, built each index's writable-node cache
+// afresh and paid a commit, over a third of a create's allocations
+// (docs/performance.md). Each command stays atomic: one that fails without
+// writing leaves the transaction as it was, and one that fails after
+// writing (none does today) or panics makes the FSM redo the open
+// transaction's earlier commands in a fresh one and drop its writes, which
+// is what one transaction per command gives (fsm_open.go).
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	changed := map[string]bool{}
-	f.mu.RLock()
-	db := f.db
-	f.mu.RUnlock()
-	for start := 0; start < len(logs); {
-		start = f.applyRun(db, logs, start, out, changed)
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			f.applied.Store(l.Index)
+			continue
+		}
+		out[i] = f.applyOpen(l, changed)
 	}
 	f.notify(changed)
 	return out
 }
 
-// applyRun applies logs[start:] in one transaction and returns where the
-// next run starts: the end, or just past a command that failed after
-// writing, whose predecessors it has committed in a clean transaction.
-func (f *FSM) applyRun(db *memdb.MemDB, logs []*raft.Log, start int, out []any, changed map[string]bool) int {
-	txn := db.Txn(true)
-	pending := map[string]bool{}
-	for i := start; i < len(logs); i++ {
-		l := logs[i]
-		if l.Type != raft.LogCommand {
-			continue
-		}
-		res, dirty := f.applyOne(txn, l, pending)
-		out[i] = res
-		if dirty {
-			txn.Abort()
-			if i > start { // deterministic: the redo gives the same results
-				f.applyRun(db, logs[:i], start, out, changed)
-			}
-			f.applied.Store(l.Index)
-			return i + 1
-		}
-	}
-	txn.Commit()
-	f.applied.Store(logs[len(logs)-1].Index)
-	for table := range pending {
-		changed[table] = true
-	}
-	return len(logs)
-}
-
 // applyOne applies one command in txn, recording the tables it changed;
 // dirty reports a failure after the command had written something.
-func (f *FSM) applyOne(txn *memdb.Txn, l *raft.Log, changed map[string]bool) (res *Result, dirty bool) {
+func (f *FSM) applyOne(txn *memdb.Txn, view *openView, l *raft.Log, changed map[string]bool) (res *Result, dirty bool) {
 	if len(l.Data) == 0 {
 		panic(&UndecodableError{Err: fmt.Errorf("empty command at index %d", l.Index)})
 	}
@@ -194,7 +174,7 @@ func (f *FSM) applyOne(txn *memdb.Txn, l *raft.Log, changed map[string]bool) (re
 		}
 		panic(&UndecodableError{Type: typ, Err: fmt.Errorf("unknown command type at index %d", l.Index)})
 	}
-	t := newTx(txn, l.Index)
+	t := newTx(txn, l.Index, view)
 	value, err := f.dispatch(h, typ, t, l.Data[1:])
 	if err != nil {
 		return &Result{Index: l.Index, Err: err}, len(t.changed) > 0
@@ -216,8 +196,7 @@ func (f *FSM) dispatch(h handler, typ MessageType, t *tx, body []byte) (value an
 			if u, ok := r.(*UndecodableError); ok && u.Type == 0 {
 				u.Type = typ
 			}
-			t.txn.Abort()
-			panic(r)
+			panic(r) // the caller undoes the transaction (applyOpen, Preview)
 		}
 	}()
 	return h(t, body)
@@ -231,6 +210,7 @@ type created struct {
 
 // State returns a consistent read-only view of the current state.
 func (f *FSM) State() *State {
+	f.flushOpen()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	st := newState(f.db)

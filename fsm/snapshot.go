@@ -88,6 +88,7 @@ var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
 
 // Snapshot implements raft.FSM.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.flushOpen()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return &fsmSnapshot{db: f.db.Snapshot(), index: f.applied.Load()}, nil
@@ -114,6 +115,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	f.dropOpen() // the snapshot replaces whatever the open transaction held
 	f.mu.Lock()
 	f.db = db
 	f.applied.Store(index)

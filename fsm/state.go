@@ -11,6 +11,9 @@ import (
 // it returns are shared: never modify them.
 type State struct {
 	txn *memdb.Txn
+	// view, in a write transaction left open across commands, reads the
+	// rows it has not written from the state it started on (fsm_open.go).
+	view *openView
 	// db and nodes serve Nodes("") from a listing cache (nodelist.go); nil
 	// in write transactions, whose nodes change under them.
 	db    *memdb.MemDB
@@ -45,7 +48,7 @@ func all[T any](txn *memdb.Txn, table, index string, args ...any) []*T {
 }
 
 // Node returns a node or nil.
-func (s *State) Node(id string) *Node { return first[Node](s.txn, tableNodes, "id", id) }
+func (s *State) Node(id string) *Node { return byID[Node](s, tableNodes, id) }
 
 // Nodes returns nodes sorted by id; pool "" means every pool.
 func (s *State) Nodes(pool string) []*Node {
@@ -62,7 +65,7 @@ func (s *State) Pool(name string) *Pool { return first[Pool](s.txn, tablePools, 
 func (s *State) Pools() []*Pool { return all[Pool](s.txn, tablePools, "id") }
 
 // Bundle returns a bundle or nil.
-func (s *State) Bundle(id string) *Bundle { return first[Bundle](s.txn, tableBundles, "id", id) }
+func (s *State) Bundle(id string) *Bundle { return byID[Bundle](s, tableBundles, id) }
 
 // Bundles returns bundles sorted by id, filtered by pool and state when set.
 // There is no pool index: a listing by pool reads every bundle (or every
@@ -99,7 +102,7 @@ func (s *State) BundlesInState(states ...string) []*Bundle {
 
 // Assignment returns an assignment or nil.
 func (s *State) Assignment(id string) *Assignment {
-	return first[Assignment](s.txn, tableAssignments, "id", id)
+	return byID[Assignment](s, tableAssignments, id)
 }
 
 // NodeAssignments returns what a node's worker must run (or stop).

@@ -30,8 +30,8 @@ var _ ledger.Store = txLedger{}
 
 // newTx starts a command in txn, a write transaction it may share with the
 // commands before it in a batch.
-func newTx(txn *memdb.Txn, index uint64) *tx {
-	t := &tx{State: State{txn: txn}, index: index, changed: map[string]bool{}}
+func newTx(txn *memdb.Txn, index uint64, view *openView) *tx {
+	t := &tx{State: State{txn: txn, view: view}, index: index, changed: map[string]bool{}}
 	t.now = t.LastTimer()
 	return t
 }
@@ -41,6 +41,7 @@ func (t *tx) insert(table string, obj any) {
 	if err := t.txn.Insert(table, obj); err != nil {
 		panic(fmt.Sprintf("amserver: insert into %s: %v", table, err))
 	}
+	t.view.wrote(table, obj)
 	t.changed[table] = true
 }
 
@@ -48,6 +49,7 @@ func (t *tx) delete(table string, obj any) {
 	if err := t.txn.Delete(table, obj); err != nil {
 		panic(fmt.Sprintf("amserver: delete from %s: %v", table, err))
 	}
+	t.view.wrote(table, obj)
 	t.changed[table] = true
 }
 
