@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -82,20 +81,11 @@ func (t *tx) serviceReport(a *Assignment, status string) {
 		t.withdrawProvided(a.NodeID, a.ServiceID)
 		return
 	}
-	svc, n := t.Service(a.ServiceID), t.State.Node(a.NodeID)
-	if svc == nil || n == nil || len(svc.Provides) == 0 || a.Desired != DesiredRun {
+	svc := t.Service(a.ServiceID)
+	if svc == nil || len(svc.Provides) == 0 || a.Desired != DesiredRun {
 		return
 	}
-	if slices.EqualFunc(n.Provided[svc.ID], svc.Provides, capabilityEqual) {
-		return
-	}
-	cp := *n
-	cp.Provided = maps.Clone(n.Provided)
-	if cp.Provided == nil {
-		cp.Provided = map[string][]ledger.Capability{}
-	}
-	cp.Provided[svc.ID] = svc.Provides
-	t.putNode(&cp)
+	t.offerProvided(a.NodeID, svc)
 }
 
 func capabilityEqual(a, b ledger.Capability) bool {
