@@ -16,9 +16,11 @@ func TestReportAndWriteRun(t *testing.T) {
 	h := workload.NewHistory()
 	h.Add(workload.Op{Kind: workload.KindWrite, Key: "reg-0", Outcome: workload.Unknown})
 	h.Add(workload.Op{Kind: workload.KindRead, Key: "reg-0", Outcome: workload.OK})
+	h.Add(workload.Op{Kind: workload.KindCreate, Key: "c-1", Outcome: workload.Fail})
+	h.Add(workload.Op{Kind: workload.KindRead, Key: "reg-1", Outcome: workload.OK})
 	h.AddSample(workload.Sample{Server: "s1"})
 	r := NewReport("partition/leader", 42, h, 3*time.Second)
-	if r.Ops != 2 || r.Unknown != 1 || r.Samples != 1 || !r.OK {
+	if r.Ops != 4 || r.Acked != 2 || r.Failed != 1 || r.Unknown != 1 || r.Samples != 1 || !r.OK {
 		t.Fatalf("report counts: %+v", r)
 	}
 	r.Add(Result{Name: "linearizable", OK: true})
@@ -42,7 +44,7 @@ func TestReportAndWriteRun(t *testing.T) {
 		Samples []workload.SampleSummary `json:"samples"`
 	}
 	raw, err = os.ReadFile(filepath.Join(out, "history.json"))
-	if err != nil || json.Unmarshal(raw, &hist) != nil || len(hist.Ops) != 2 || len(hist.Samples) != 1 {
+	if err != nil || json.Unmarshal(raw, &hist) != nil || len(hist.Ops) != 4 || len(hist.Samples) != 1 {
 		t.Fatalf("history.json: %v %s", err, raw)
 	}
 	if _, err := os.Stat(filepath.Join(out, "linearizability.html")); err != nil {
