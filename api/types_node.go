@@ -227,10 +227,11 @@ const (
 )
 
 // ServiceRequirements is what a node service reserves on each node it runs
-// on: capacity (API units) and pinned cores.
+// on: capacity (API units), pinned cores and memory.
 type ServiceRequirements struct {
-	Capacity float64 `json:"capacity,omitempty"`
-	Cores    int     `json:"cores,omitempty"`
+	Capacity  float64 `json:"capacity,omitempty"`
+	Cores     int     `json:"cores,omitempty"`
+	MemoryMiB int64   `json:"memoryMiB,omitempty"`
 }
 
 // Node states of a pool's status (PoolNodeStatus.State).

@@ -102,7 +102,8 @@ func (t *tx) withdrawServiceEverywhere(svc *NodeService) {
 // older version of the service cannot charge the ledger the wrong amount.
 func checkServiceGrant(svc *NodeService, sp ServicePlacement) error {
 	g := sp.Grant
-	if g.Capacity != svc.Requirements.Capacity || len(g.Cores) != svc.Requirements.Cores || g.GPU != nil || len(g.ExclusiveGPUs) > 0 {
+	if g.Capacity != svc.Requirements.Capacity || len(g.Cores) != svc.Requirements.Cores ||
+		g.MemoryMiB != svc.Requirements.MemoryMiB || g.GPU != nil || len(g.ExclusiveGPUs) > 0 {
 		return fmt.Errorf("%w: the grant of service %s on node %s does not match its requirements", ErrConflict, svc.ID, sp.Node)
 	}
 	var want int64

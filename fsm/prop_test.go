@@ -153,11 +153,12 @@ func genPlan(t *rapid.T, st *State, now int64) *Plan {
 var propServices = []string{"s1", "s2"}
 
 // genService draws a node service: eager or lazy, providing a cache,
-// charged some capacity and cores.
+// charged some capacity, cores and memory.
 func genService(t *rapid.T) NodeService {
 	svc := NodeService{ID: rapid.SampledFrom(propServices).Draw(t, "service"), Pools: []string{"p"},
-		Provides:     []ledger.Capability{{Name: "cache", Count: rapid.Int64Range(1, 3).Draw(t, "provides")}},
-		Requirements: ServiceRequirements{Capacity: rapid.Int64Range(0, 2000).Draw(t, "scap"), Cores: rapid.IntRange(0, 2).Draw(t, "scores")}}
+		Provides: []ledger.Capability{{Name: "cache", Count: rapid.Int64Range(1, 3).Draw(t, "provides")}},
+		Requirements: ServiceRequirements{Capacity: rapid.Int64Range(0, 2000).Draw(t, "scap"), Cores: rapid.IntRange(0, 2).Draw(t, "scores"),
+			MemoryMiB: rapid.Int64Range(0, 2).Draw(t, "smem") * 1024}}
 	if rapid.Bool().Draw(t, "lazy") {
 		svc.Lifecycle = LifecycleLazy
 	}

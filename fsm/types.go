@@ -437,16 +437,18 @@ type NodeService struct {
 }
 
 // ServiceRequirements is what a node service reserves on each node it runs
-// on (memory joins capacity and cores when nodes have it).
+// on: capacity, pinned cores and memory, charged like a job's.
 type ServiceRequirements struct {
-	Capacity int64 `json:"capacity" unit:"milli"`
-	Cores    int   `json:"cores"`
+	Capacity  int64 `json:"capacity" unit:"milli"`
+	Cores     int   `json:"cores"`
+	MemoryMiB int64 `json:"memoryMiB,omitempty"`
 }
 
 // Request is the ledger request of a service instance: its requirements
 // and what it consumes.
 func (s *NodeService) Request() ledger.Request {
-	return ledger.Request{Capacity: s.Requirements.Capacity, Cores: s.Requirements.Cores, Capabilities: s.Consumes}
+	return ledger.Request{Capacity: s.Requirements.Capacity, Cores: s.Requirements.Cores,
+		MemoryMiB: s.Requirements.MemoryMiB, Capabilities: s.Consumes}
 }
 
 // Event is one entry of the cluster's event log (DESIGN §7).

@@ -287,6 +287,8 @@ func ValidateService(s *NodeService) error {
 		return invalidf("service requirements: capacity %s must be within 0..%s", units(s.Requirements.Capacity), units(maxQuantity))
 	case s.Requirements.Cores < 0 || s.Requirements.Cores > maxCores:
 		return invalidf("service requirements: cores %d must be within 0..%d", s.Requirements.Cores, maxCores)
+	case s.Requirements.MemoryMiB < 0 || s.Requirements.MemoryMiB > maxMemoryMiB:
+		return invalidf("service requirements: memoryMiB %d must be within 0..%d", s.Requirements.MemoryMiB, int64(maxMemoryMiB))
 	case len(s.Constraints) > maxExprs:
 		return invalidf("service constraints: %d, at most %d allowed", len(s.Constraints), maxExprs)
 	}

@@ -203,6 +203,7 @@ func TestValidateService(t *testing.T) {
 		"lazy, provides nothing": {func(s *NodeService) { s.Lifecycle = LifecycleLazy; s.Provides = nil }, "provides nothing"},
 		"negative capacity":      {func(s *NodeService) { s.Requirements.Capacity = -1 }, "capacity"},
 		"too many cores":         {func(s *NodeService) { s.Requirements.Cores = maxCores + 1 }, "cores"},
+		"negative memory":        {func(s *NodeService) { s.Requirements.MemoryMiB = -1 }, "memoryMiB"},
 		"empty constraint":       {func(s *NodeService) { s.Constraints = []string{" "} }, "constraint"},
 		"33 constraints":         {func(s *NodeService) { s.Constraints = slices.Repeat([]string{"true"}, 33) }, "constraints"},
 		"empty lifecycle":        {func(s *NodeService) { s.Lifecycle = "" }, "lifecycle"},

@@ -8,22 +8,24 @@ import (
 )
 
 // TestPlacementSeesNodeServices: placement sees a node service's charged
-// requirements (a job that would fit the bare node does not fit beside the
-// service) and a lazy service's offered capability (a consumer lands only
+// requirements (a job that would fit the bare node, by capacity or by
+// memory, does not fit beside the service) and a lazy service's offered capability (a consumer lands only
 // where it is offered); the plan commits through the FSM's re-check.
 func TestPlacementSeesNodeServices(t *testing.T) {
 	c := newCluster(t)
 	c.pool(fsm.Pool{Name: "p"})
 	for _, id := range []string{"n1", "n2", "n3"} {
-		c.node(mkNode(id, "p", "az-"+id, "x", 4000, 4))
+		n := mkNode(id, "p", "az-"+id, "x", 4000, 4)
+		n.TotalMemoryMiB = 8192
+		c.node(n)
 	}
 	c.ok(fsm.UpsertServiceType, &fsm.UpsertServiceRequest{Service: fsm.NodeService{ID: "agent", Pools: []string{"p"},
-		Requirements: fsm.ServiceRequirements{Capacity: 2000, Cores: 1}}})
+		Requirements: fsm.ServiceRequirements{Capacity: 2000, Cores: 1, MemoryMiB: 6144}}})
 	c.ok(fsm.UpsertServiceType, &fsm.UpsertServiceRequest{Service: fsm.NodeService{ID: "cache", Pools: []string{"p"},
 		Lifecycle: fsm.LifecycleLazy, Provides: []ledger.Capability{{Name: "cache", Count: 1}}}})
 	for _, id := range []string{"n1", "n2"} { // the agent runs on n1 and n2
 		n := c.state().Node(id)
-		g, err := ledger.Fit(n.Inventory(), n.Usage, ledger.Request{Capacity: 2000, Cores: 1})
+		g, err := ledger.Fit(n.Inventory(), n.Usage, ledger.Request{Capacity: 2000, Cores: 1, MemoryMiB: 6144})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,6 +43,7 @@ func TestPlacementSeesNodeServices(t *testing.T) {
 			Capabilities: []ledger.CapabilityRequest{{Name: "cache", Count: 1}}}}, "n2"},
 		{"3 units and the cache fit nowhere", fsm.Job{Name: "c", Requirements: ledger.Request{Capacity: 3000,
 			Capabilities: []ledger.CapabilityRequest{{Name: "cache", Count: 1}}}}, ""},
+		{"4 GiB fit only beside no agent (it holds 6 of 8)", fsm.Job{Name: "m", Requirements: ledger.Request{Capacity: 500, MemoryMiB: 4096}}, "n3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,6 +52,9 @@ func serviceRequires(r api.ServiceRequirements) string {
 	if r.Cores > 0 {
 		parts = append(parts, "cores="+strconv.Itoa(r.Cores))
 	}
+	if r.MemoryMiB > 0 {
+		parts = append(parts, "mem="+strconv.FormatInt(r.MemoryMiB, 10)+"MiB")
+	}
 	if len(parts) == 0 {
 		return "-"
 	}
