@@ -18,10 +18,10 @@ import (
 
 func init() { Suites["failover"] = runFailover }
 
-// Failover targets (issue 7).
+// Failover targets (issue 21; issue 7 asked for 3 s and 2 s).
 const (
-	foWorkerTarget = 3 * time.Second
-	foLeaderTarget = 2 * time.Second
+	foWorkerTarget = time.Second
+	foLeaderTarget = time.Second
 )
 
 // FailoverPlan says how the failover suite measures. The zero value of each
@@ -326,8 +326,8 @@ func foRows(name string, ds []time.Duration, target time.Duration, note string) 
 		{Suite: "failover", Name: name + " p99", Value: ms(p99), Unit: "ms", Note: fmt.Sprintf("max %.0f ms", ms(ds[len(ds)-1]))},
 	}
 	if target > 0 {
-		rows[1].Target = fmt.Sprintf("< %d ms", target.Milliseconds())
-		rows[1].Met = Met(p99 < target)
+		rows[1].Target = fmt.Sprintf("<= %d ms", target.Milliseconds())
+		rows[1].Met = Met(p99 <= target)
 	}
 	return rows
 }
