@@ -32,16 +32,16 @@ memberlist_msg_alive 40
 func TestAlarmRow(t *testing.T) {
 	cases := []struct {
 		name   string
-		loaded phase
+		loaded *phase
 		met    bool
 	}{
-		{"quiet", phase{}, true},
-		{"refuted suspicions", phase{alarms: gossipAlarms{suspect: 4}}, true},
-		{"declared down", phase{alarms: gossipAlarms{suspect: 4, dead: 1}}, false},
-		{"unreadable", phase{alarmsErr: errors.New("s2: refused")}, false},
+		{"quiet", &phase{}, true},
+		{"refuted suspicions", &phase{alarms: gossipAlarms{suspect: 4}}, true},
+		{"declared down", &phase{alarms: gossipAlarms{suspect: 4, dead: 1}}, false},
+		{"unreadable", &phase{alarmsErr: errors.New("s2: refused")}, false},
 	}
 	for _, tc := range cases {
-		r := alarmRow("x", &tc.loaded, &phase{})
+		r := alarmRow("x", tc.loaded, &phase{})
 		if r.Met == nil || *r.Met != tc.met {
 			t.Errorf("%s: met = %v, want %v", tc.name, r.Met, tc.met)
 		}
