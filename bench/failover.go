@@ -234,6 +234,12 @@ func (c *foCluster) leaderKill(ctx context.Context, leader *agent.Server, s *foS
 	elected := c.watchElection(ctx, leader)
 	start := time.Now()
 	defer foKill(leader.Kill)()
+	// A write sent before the kill reached Raft could still be acknowledged
+	// by the old leader, which no crash allows: write once it has stopped
+	// leading (the clock runs from the kill, so this only adds to it).
+	if err := foWaitDeposed(ctx, leader); err != nil {
+		return err
+	}
 	ackedAt, err := foFirstWrite(ctx, cl)
 	if err != nil {
 		return err
@@ -242,6 +248,18 @@ func (c *foCluster) leaderKill(ctx context.Context, leader *agent.Server, s *foS
 	s.elected = -1
 	if at, ok := <-elected; ok {
 		s.elected = at.Sub(start)
+	}
+	return nil
+}
+
+// foWaitDeposed returns once old no longer believes it leads.
+func foWaitDeposed(ctx context.Context, old *agent.Server) error {
+	for old.Store().IsLeader() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the killed leader kept leading: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
 	}
 	return nil
 }
