@@ -247,7 +247,7 @@ func LoadScratch() (string, func(), error) {
 func alarmRow(name string, loaded, idle *phase) Result {
 	r := Result{Suite: "load", Name: name, Value: loaded.alarms.dead, Unit: "declarations", Target: "0",
 		Met: Met(loaded.alarms.dead == 0 && loaded.alarmsErr == nil),
-		Note: fmt.Sprintf("gossip, summed over servers: %.0f suspicions under load (refuted in time); %.0f declared down and %.0f suspicions while idle",
+		Note: fmt.Sprintf("gossip, summed over servers: %.0f suspicions under load; %.0f declared down and %.0f suspicions while idle",
 			loaded.alarms.suspect, idle.alarms.dead, idle.alarms.suspect)}
 	if err := errors.Join(loaded.alarmsErr, idle.alarmsErr); err != nil {
 		r.Note = "counters unreadable: " + err.Error()
