@@ -95,7 +95,8 @@ type Config struct {
 // promoted p50 0.65 s, p99 1.46 s; with 200 ms × 7 (max ×3) dead at p50
 // 1.86 s, p99 2.16 s. The false-alarm side is counted by make soak: on that
 // saturated host (/v1/health p99 1.3 s) both settings declared live members
-// dead (76 and 20 times a minute), so a quiet soak needs the read load bound
+// dead (76 and 20 transitions summed over the servers in a minute), so a
+// quiet soak needs the read load bound
 // first; where hosts stall for that long, raise SuspicionMult rather than
 // ProbeInterval.
 func DefaultConfig() Config {
