@@ -280,7 +280,7 @@ func retryable(e *Error) bool {
 // retryDelay is the pause before retry attempt+1 after a noLeader answer:
 // 25 ms, 50 ms, then 100 ms, each less up to a quarter so that clients
 // turned away together come back spread out. An election takes about half
-// a second (raftstore.HeartbeatTimeout 200 ms, randomised up to 3×, plus a
+// a second (raftstore.HeartbeatTimeout 250 ms, randomised up to 3×, plus a
 // vote); each ms of pause is a ms a client may see of it after it is over,
 // so the pace stays at most 100 ms (issue 21: leader kill to acknowledged
 // write p99 <= 1 s), and a noLeader answer is cheap for a server to give.

@@ -11,7 +11,7 @@ func TestRaftConfigTimeouts(t *testing.T) {
 	for _, tc := range []struct {
 		scale     float64
 		heartbeat time.Duration
-	}{{0, 200 * time.Millisecond}, {1, 200 * time.Millisecond}, {2, 400 * time.Millisecond}, {0.2, 40 * time.Millisecond}} {
+	}{{0, 250 * time.Millisecond}, {1, 250 * time.Millisecond}, {2, 500 * time.Millisecond}, {0.2, 50 * time.Millisecond}} {
 		rc := RaftConfig(Config{NodeID: "s1", TimeoutScale: tc.scale}, nil)
 		if rc.HeartbeatTimeout != tc.heartbeat || rc.ElectionTimeout != tc.heartbeat {
 			t.Errorf("scale %v: heartbeat %v, election %v, want %v", tc.scale, rc.HeartbeatTimeout, rc.ElectionTimeout, tc.heartbeat)
@@ -21,7 +21,7 @@ func TestRaftConfigTimeouts(t *testing.T) {
 		}
 		// A follower waits up to 2× the heartbeat timeout, then one vote
 		// round: at scale 1 that must leave room for a write within 1 s.
-		if tc.scale <= 1 && 2*rc.HeartbeatTimeout+rc.ElectionTimeout > 600*time.Millisecond {
+		if tc.scale <= 1 && 2*rc.HeartbeatTimeout+rc.ElectionTimeout > 750*time.Millisecond {
 			t.Errorf("scale %v: worst election %v leaves no room for a write within 1 s", tc.scale, 2*rc.HeartbeatTimeout+rc.ElectionTimeout)
 		}
 	}
