@@ -90,14 +90,15 @@ type Config struct {
 // both budgets) rather than ProbeInterval.
 //
 // Measured (bench suite "failover", 3 servers + 4 workers on loopback, 20
-// trials, on a 2-core host loaded by other builds; docs/performance.md
-// "Failover"): kill → dead at the leader p50 0.60 s, p99 1.04 s, backup
-// promoted p50 0.65 s, p99 1.46 s; with 200 ms × 7 (max ×3) dead at p50
-// 1.86 s, p99 2.16 s. The false-alarm side is counted by make soak: on that
-// saturated host (/v1/health p99 1.3 s) both settings declared live members
-// dead (76 and 20 transitions summed over the servers in a minute), so a
-// quiet soak needs the read load bound
-// first; where hosts stall for that long, raise SuspicionMult rather than
+// trials, 2-core host; docs/performance.md "Failover"): kill → dead at the
+// leader p50 0.57 s, p99 0.72 s, backup promoted p50 0.57 s, p99 0.73 s
+// (with 200 ms × 7 max ×3: dead p50 1.86 s, p99 2.16 s, promoted p99
+// 2.17 s). On a host loaded by other builds the p99s were 0.9–1.5 s. False
+// alarms (make soak-smoke: 2,000 read clients beside the write load): no
+// member declared dead in a minute on a quiet host (29 suspicions, all
+// refuted); on a saturated one (/v1/health p99 1.3 s) both these and the
+// former values declared live members dead, these about three times as
+// often. Where hosts stall that long, raise SuspicionMult rather than
 // ProbeInterval.
 func DefaultConfig() Config {
 	return Config{
