@@ -185,7 +185,7 @@ func TestKeyRotationKeepsClusterConnected(t *testing.T) {
 // at twice the LAN timeouts.
 func keyCluster(t *testing.T, n int, key []byte) *testcluster.Cluster {
 	return testcluster.New(t, n, testcluster.TCP(), testcluster.Configure(func(_ int, cfg *agent.Config) {
-		cfg.TimeoutScale, cfg.Gossip = 2, calmGossip(key)
+		cfg.TimeoutScale, cfg.Gossip = 4, calmGossip(key)
 	}))
 }
 

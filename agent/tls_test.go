@@ -27,7 +27,7 @@ import (
 // at twice the LAN timeouts (handshakes on a loaded machine).
 func tlsCluster(t *testing.T, n int, files func() certs.Files) *testcluster.Cluster {
 	return testcluster.New(t, n, testcluster.TCP(), testcluster.Configure(func(_ int, cfg *agent.Config) {
-		cfg.TimeoutScale, cfg.TLS = 2, files()
+		cfg.TimeoutScale, cfg.TLS = 4, files()
 	}))
 }
 

@@ -31,9 +31,9 @@ const (
 )
 
 // DefaultMaxRetries bounds the retries of an idempotent request answered
-// 503 noLeader: with retryDelay, about 5 s, and elections settle within
-// seconds.
-const DefaultMaxRetries = 20
+// 503 noLeader: with retryDelay, about 5 s, and elections settle within a
+// second or two.
+const DefaultMaxRetries = 60
 
 // Client talks to one amserver server; followers forward to the leader.
 // It is safe for concurrent use.
@@ -278,15 +278,20 @@ func retryable(e *Error) bool {
 }
 
 // retryDelay is the pause before retry attempt+1 after a noLeader answer:
-// 100 ms, 200 ms, then 250 ms, each less up to a quarter so that clients
-// turned away together come back spread out. An election takes about a
-// second; backing off further (or to the server's whole-second Retry-After)
-// would add most of a retry interval to every failover a client sees, and a
-// noLeader answer is cheap for a server to give.
+// 25 ms, 50 ms, then 100 ms, each less up to a quarter so that clients
+// turned away together come back spread out. An election takes about half
+// a second (raftstore.HeartbeatTimeout 250 ms, randomised up to 3×, plus a
+// vote); each ms of pause is a ms a client may see of it after it is over,
+// so the pace stays at most 100 ms (issue 21: leader kill to acknowledged
+// write p99 <= 1 s), and a noLeader answer is cheap for a server to give.
+// A busy server's 429 sets its own pace (Retry-After), not this.
 func retryDelay(attempt int) time.Duration {
-	d := min(100*time.Millisecond<<min(attempt, 2), 250*time.Millisecond)
+	d := min(retryBase<<min(attempt, 2), 4*retryBase)
 	return d - rand.N(d/4)
 }
+
+// retryBase is retryDelay's first pause.
+const retryBase = 25 * time.Millisecond
 
 // retryAfter reads Retry-After (seconds or an HTTP date), defaulting to 1 s
 // and capped so a confused server cannot park a client.

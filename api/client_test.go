@@ -170,14 +170,18 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-// Retries during an election stay a fraction of a second apart (a client
-// sees the new leader soon after it is elected) yet span several seconds.
+// Retries during an election stay at most 100 ms apart (a client sees the
+// new leader soon after it is elected) yet span several seconds.
 func TestRetryDelay(t *testing.T) {
 	var total time.Duration
 	for attempt := range DefaultMaxRetries {
 		d := retryDelay(attempt)
-		if d < 75*time.Millisecond || d > 250*time.Millisecond {
-			t.Fatalf("retry %d waits %v, want 75–250 ms", attempt, d)
+		lo, hi := 75*time.Millisecond, 100*time.Millisecond
+		if attempt < 2 {
+			lo, hi = 18*time.Millisecond, 50*time.Millisecond
+		}
+		if d < lo || d > hi {
+			t.Fatalf("retry %d waits %v, want %v–%v", attempt, d, lo, hi)
 		}
 		total += d
 	}

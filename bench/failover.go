@@ -18,10 +18,10 @@ import (
 
 func init() { Suites["failover"] = runFailover }
 
-// Failover targets (issue 7).
+// Failover targets (issue 21; issue 7 asked for 3 s and 2 s).
 const (
-	foWorkerTarget = 3 * time.Second
-	foLeaderTarget = 2 * time.Second
+	foWorkerTarget = time.Second
+	foLeaderTarget = time.Second
 )
 
 // FailoverPlan says how the failover suite measures. The zero value of each
@@ -234,6 +234,12 @@ func (c *foCluster) leaderKill(ctx context.Context, leader *agent.Server, s *foS
 	elected := c.watchElection(ctx, leader)
 	start := time.Now()
 	defer foKill(leader.Kill)()
+	// A write sent before the kill reached Raft could still be acknowledged
+	// by the old leader, which no crash allows: write once it has stopped
+	// leading (the clock runs from the kill, so this only adds to it).
+	if err := foWaitDeposed(ctx, leader); err != nil {
+		return err
+	}
 	ackedAt, err := foFirstWrite(ctx, cl)
 	if err != nil {
 		return err
@@ -242,6 +248,18 @@ func (c *foCluster) leaderKill(ctx context.Context, leader *agent.Server, s *foS
 	s.elected = -1
 	if at, ok := <-elected; ok {
 		s.elected = at.Sub(start)
+	}
+	return nil
+}
+
+// foWaitDeposed returns once old no longer believes it leads.
+func foWaitDeposed(ctx context.Context, old *agent.Server) error {
+	for old.Store().IsLeader() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the killed leader kept leading: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
 	}
 	return nil
 }
@@ -326,8 +344,8 @@ func foRows(name string, ds []time.Duration, target time.Duration, note string) 
 		{Suite: "failover", Name: name + " p99", Value: ms(p99), Unit: "ms", Note: fmt.Sprintf("max %.0f ms", ms(ds[len(ds)-1]))},
 	}
 	if target > 0 {
-		rows[1].Target = fmt.Sprintf("< %d ms", target.Milliseconds())
-		rows[1].Met = Met(p99 < target)
+		rows[1].Target = fmt.Sprintf("<= %d ms", target.Milliseconds())
+		rows[1].Met = Met(p99 <= target)
 	}
 	return rows
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -80,6 +81,8 @@ type phase struct {
 	rss, peak      uint64 // the leader's resident set: median and highest
 	elections      uint64
 	leaderChanges  int
+	alarms         gossipAlarms // suspicions and dead declarations of live members
+	alarmsErr      error        // the counters could not be read: the figure is unknown
 	counts         loadCounts
 	took           time.Duration
 }
@@ -93,6 +96,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 		d = o.Load
 	}
 	term0, _ := c.term(ctx)
+	alarms0, err0 := c.alarms(ctx)
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -116,6 +120,8 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	}
 	p.took = time.Since(start)
 	term1, _ := c.term(ctx)
+	alarms1, err1 := c.alarms(ctx)
+	p.alarms, p.alarmsErr = alarms1.since(alarms0), errors.Join(err0, err1)
 	p.elections, p.leaderChanges = term1-min(term0, term1), int(changes.Load())
 	slices.Sort(samples)
 	if len(samples) > 0 {
@@ -208,6 +214,7 @@ func loadResults(o LoadOptions, idle, loaded *phase) []Result {
 		{Suite: "load", Name: name("elections during the load"), Value: float64(loaded.elections), Unit: "elections",
 			Target: "0", Met: Met(loaded.elections == 0 && loaded.leaderChanges == 0),
 			Note: fmt.Sprintf("Raft term rise; the leader changed %d times (%d elections while idle)", loaded.leaderChanges, idle.elections)},
+		alarmRow(name("live members declared down"), loaded, idle),
 		{Suite: "load", Name: name("leader RSS over idle"), Value: mib(rise), Unit: "MiB", Target: "<= 256 MiB",
 			Met: Met(rise <= loadRSSGoal), Note: fmt.Sprintf("idle %.0f MiB, peak %.0f MiB under load", mib(idle.rss), mib(loaded.peak))},
 		{Suite: "load", Name: name("/v1/health p99 at the leader"), Value: ms(loaded.health.q(0.99)), Unit: "ms", Target: "<= 100 ms",
@@ -233,4 +240,17 @@ func LoadScratch() (string, func(), error) {
 		return "", nil, err
 	}
 	return dir, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// alarmRow is the false node-down row: members declared dead while nothing
+// was killed, goal 0; suspicions (refuted in time) go in the note.
+func alarmRow(name string, loaded, idle *phase) Result {
+	r := Result{Suite: "load", Name: name, Value: loaded.alarms.dead, Unit: "declarations", Target: "0",
+		Met: Met(loaded.alarms.dead == 0 && loaded.alarmsErr == nil),
+		Note: fmt.Sprintf("gossip, summed over servers: %.0f suspicions under load; %.0f declared down and %.0f suspicions while idle",
+			loaded.alarms.suspect, idle.alarms.dead, idle.alarms.suspect)}
+	if err := errors.Join(loaded.alarmsErr, idle.alarmsErr); err != nil {
+		r.Note = "counters unreadable: " + err.Error()
+	}
+	return r
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 )
@@ -178,6 +179,49 @@ func TestNormAddr(t *testing.T) {
 	} {
 		if got := normAddr(in); got != want {
 			t.Errorf("normAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// The defaults keep issue 21's promise: a crash is dead within 1 s (less
+// the Raft commits that follow), a live member is never declared dead for
+// a stall shorter than half a second, and a lone accuser needs longer.
+func TestDefaultBudget(t *testing.T) {
+	for _, n := range []int{3, 7, 10} {
+		b := DefaultConfig().Budget(n)
+		if b.Detect > 700*time.Millisecond {
+			t.Errorf("%d members: a crash is dead after %v, want <= 700 ms", n, b.Detect)
+		}
+		if b.Tolerance < 500*time.Millisecond {
+			t.Errorf("%d members: a %v stall is declared dead, want >= 500 ms", n, b.Tolerance)
+		}
+		if b.LoneTolerance < b.Tolerance {
+			t.Errorf("%d members: a lone accuser (%v) is trusted more than a confirmed one (%v)", n, b.LoneTolerance, b.Tolerance)
+		}
+	}
+}
+
+// Budget follows memberlist's formulas: confirmations expected only where
+// enough members can give them, suspicion scaled by log10 N past 10.
+func TestBudgetFormulas(t *testing.T) {
+	cfg := Config{ProbeInterval: 200 * time.Millisecond, SuspicionMult: 7, SuspicionMaxMult: 3}
+	cases := []struct {
+		n          int
+		k          int
+		s, max     time.Duration
+		detect     time.Duration
+		tolerance  time.Duration
+		loneTolera time.Duration
+	}{
+		{3, 0, 1400 * time.Millisecond, 1400 * time.Millisecond, 1800 * time.Millisecond, 1600 * time.Millisecond, 1600 * time.Millisecond},
+		{7, 5, 1400 * time.Millisecond, 4200 * time.Millisecond, 1800 * time.Millisecond, 1600 * time.Millisecond, 4400 * time.Millisecond},
+		{100, 5, 2800 * time.Millisecond, 8400 * time.Millisecond, 3200 * time.Millisecond, 3000 * time.Millisecond, 8600 * time.Millisecond},
+	}
+	for _, c := range cases {
+		b := cfg.Budget(c.n)
+		want := Budget{Confirmations: c.k, Suspicion: c.s, SuspicionMax: c.max, Detect: c.detect, Tolerance: c.tolerance, LoneTolerance: c.loneTolera}
+		if b != want {
+			t.Errorf("Budget(%d) = %+v, want %+v", c.n, b, want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ func populatedDataDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, tr := raft.NewInmemTransport("s1")
-	cfg := Config{NodeID: "s1", DataDir: dir, Transport: tr, TimeoutScale: 0.1, SnapshotThreshold: 4, TrailingLogs: 2}
+	cfg := Config{NodeID: "s1", DataDir: dir, Transport: tr, TimeoutScale: 0.2, SnapshotThreshold: 4, TrailingLogs: 2}
 	s, err := Open(cfg, fsm.New(fsm.Config{}))
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func (p *serverProc) start(t *testing.T) {
 		"--bind", "127.0.0.1", "--http-addr", "127.0.0.1:" + strconv.Itoa(p.httpPort),
 		"--raft-addr", "127.0.0.1:" + strconv.Itoa(p.raftPort),
 		"--gossip-addr", "127.0.0.1:" + strconv.Itoa(p.gossipPort),
-		"--bootstrap-expect", "3", "--timeout-scale", "2", "--log-level", "debug"}
+		"--bootstrap-expect", "3", "--timeout-scale", "4", "--log-level", "debug"}
 	for _, j := range p.join {
 		args = append(args, "--join", j)
 	}

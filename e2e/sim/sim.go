@@ -53,7 +53,7 @@ type Options struct {
 	Duration time.Duration
 	// Faults limits the kinds drawn from (default: all that fit the size).
 	Faults []string
-	// TimeoutScale multiplies Raft's LAN timeouts (default 0.2: 100 ms).
+	// TimeoutScale multiplies Raft's LAN timeouts (default 0.4: 100 ms).
 	TimeoutScale float64
 	Logger       *slog.Logger
 	// ClientsFail aims every client and sampler at an address where
@@ -86,7 +86,7 @@ func (o *Options) defaults(rng *rand.Rand) {
 		o.Duration = 1500 * time.Millisecond
 	}
 	if o.TimeoutScale == 0 {
-		o.TimeoutScale = 0.2
+		o.TimeoutScale = 0.4
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

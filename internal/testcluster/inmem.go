@@ -47,7 +47,7 @@ func (c *Cluster) startMem(n int) {
 		m.link(i)
 	}
 	for i := range n {
-		cfg := agent.Config{NodeID: m.ids[i], Bootstrap: true, TimeoutScale: 2, SnapshotThreshold: 64, TrailingLogs: 32}
+		cfg := agent.Config{NodeID: m.ids[i], Bootstrap: true, TimeoutScale: 4, SnapshotThreshold: 64, TrailingLogs: 32}
 		c.configure(i, &cfg)
 		c.cfgs = append(c.cfgs, cfg)
 		c.servers = append(c.servers, c.start(cfg, m.deps(i, listeners[i])))

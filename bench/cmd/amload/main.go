@@ -30,7 +30,7 @@ import (
 func main() {
 	o := bench.LoadOptions{Servers: 3, Bundles: 100_000, Clients: 2000, ReadTokens: 1, WriteRate: 20,
 		Idle: 20 * time.Second, Load: 60 * time.Second, TimeoutScale: 1}
-	short := flag.Bool("short", false, "smoke: 2,000 bundles, 100 clients, 5 s idle and 10 s of load")
+	short := flag.Bool("short", false, "smoke: 2,000 bundles, 100 clients, 5 s idle and 10 s of load (flags given beside it win)")
 	flag.IntVar(&o.Bundles, "bundles", o.Bundles, "bundles to load")
 	flag.IntVar(&o.Clients, "clients", o.Clients, "concurrent read clients")
 	flag.IntVar(&o.ReadTokens, "read-tokens", o.ReadTokens, "read tokens the clients share (the per-caller bound applies to each)")
@@ -43,7 +43,14 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the scratch directory (binary, data, server logs)")
 	flag.Parse()
 	if *short {
-		o.Bundles, o.Clients, o.Idle, o.Load = 2000, 100, 5*time.Second, 10*time.Second
+		// Flags given beside -short win: -short -clients 2000 -load 1m
+		// is the soak's smoke (make soak-smoke).
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		shortDefault(set, "bundles", &o.Bundles, 2000)
+		shortDefault(set, "clients", &o.Clients, 100)
+		shortDefault(set, "idle", &o.Idle, 5*time.Second)
+		shortDefault(set, "load", &o.Load, 10*time.Second)
 	}
 	abs, err := filepath.Abs(*root)
 	if err != nil {
@@ -71,6 +78,12 @@ func main() {
 		fail(err)
 	}
 	fmt.Printf("\n%d rows, %d goals missed\n", len(rs), bench.Missed(rs))
+}
+
+func shortDefault[T any](set map[string]bool, name string, v *T, short T) {
+	if !set[name] {
+		*v = short
+	}
 }
 
 func fail(err error) {
