@@ -37,6 +37,11 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	closeStream, err := s.logStreams.open(caller(c))
+	if err != nil {
+		return err
+	}
+	defer closeStream()
 	ctx, cancel := context.WithCancel(c.Request().Context())
 	defer cancel()
 	go func() {

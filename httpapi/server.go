@@ -94,6 +94,7 @@ type Server struct {
 	keepAlive      time.Duration
 	grace          time.Duration
 	limits         *limiter
+	logStreams     logStreams
 	shared         *sharedAnswers
 	maxScan        int // rows a list page examines at most (list.go)
 	peers          atomic.Pointer[peerSample]
