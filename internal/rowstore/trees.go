@@ -1,0 +1,67 @@
+package rowstore
+
+import (
+	"github.com/tidwall/btree"
+)
+
+// row is a primary entry: a row under its id.
+type row struct {
+	id  string
+	obj any
+}
+
+// entry is a secondary index entry: the row with this id has this value.
+// Entries sort by value, then id, which is memdb's order for the same
+// index ("value\x00id\x00"), so listings keep their order.
+type entry struct {
+	key, id string
+}
+
+func rowLess(a, b row) bool { return a.id < b.id }
+
+func entryLess(a, b entry) bool {
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return a.id < b.id
+}
+
+// table is one table's trees in one version. A published table is never
+// written again; a transaction writes a detached copy.
+type table struct {
+	primary   *btree.BTreeG[row]
+	secondary []*btree.BTreeG[entry]
+}
+
+func newTable(c *compiled, ti int) *table {
+	opts := btree.Options{Degree: c.Degree, NoLocks: true}
+	t := &table{primary: btree.NewBTreeGOptions(rowLess, opts)}
+	for range c.Tables[ti].Indexes {
+		t.secondary = append(t.secondary, btree.NewBTreeGOptions(entryLess, opts))
+	}
+	return t
+}
+
+// detach returns a copy of a tree that can be written without changing it.
+// btree's Copy gives both trees a new isolation id so that neither writes
+// a node they share; that assignment writes to the source, which readers
+// of a published tree may be reading. Copying the handle first leaves the
+// source untouched: its nodes carry an id no writable handle has.
+func detach[T any](tr *btree.BTreeG[T]) *btree.BTreeG[T] {
+	handle := *tr
+	return handle.Copy()
+}
+
+// detached is a writable copy of a published table.
+func (t *table) detached() *table {
+	out := &table{primary: detach(t.primary), secondary: make([]*btree.BTreeG[entry], len(t.secondary))}
+	for i, s := range t.secondary {
+		out.secondary[i] = detach(s)
+	}
+	return out
+}
+
+// version is every table at one commit; it is never written.
+type version struct {
+	tables []*table
+}
