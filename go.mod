@@ -8,7 +8,6 @@ require (
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/cel-go v0.31.0
 	github.com/hashicorp/go-hclog v1.6.3
-	github.com/hashicorp/go-memdb v1.3.5
 	github.com/hashicorp/go-metrics v0.5.4
 	github.com/hashicorp/go-msgpack/v2 v2.1.5
 	github.com/hashicorp/memberlist v0.5.4
@@ -21,6 +20,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/tetratelabs/wazero v1.12.0
+	github.com/tidwall/btree v1.8.2
 	go.etcd.io/bbolt v1.3.11
 	golang.org/x/sys v0.48.0
 	pgregory.net/rapid v1.3.0
@@ -55,7 +55,6 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
-	github.com/tidwall/btree v1.8.2 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect

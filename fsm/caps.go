@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -225,7 +225,7 @@ func (t *tx) setScopeUsage(name string, used ledger.PoolUsage) {
 // rebuildScopeUsage recomputes every scope's usage from the pools' after a
 // restore: a snapshot from before cap scopes existed has pools' usage but
 // no scope rows, and the sum is what the ledger would have kept.
-func rebuildScopeUsage(txn *memdb.Txn) error {
+func rebuildScopeUsage(txn *rowstore.Txn) error {
 	sums := map[string]ledger.PoolUsage{}
 	for _, p := range all[Pool](txn, tablePools, "id") {
 		for _, sc := range ledger.ScopesOf(p.CapGroup) {

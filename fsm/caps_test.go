@@ -184,8 +184,10 @@ func TestCapsSnapshot(t *testing.T) {
 
 	// Without the caps rows, usage comes back from the pools.
 	txn := h.fsm.db.Txn(true)
-	if _, err := txn.DeleteAll(tableCaps, "id"); err != nil {
-		t.Fatal(err)
+	for _, row := range all[CapScope](txn, tableCaps, "id") {
+		if err := txn.Delete(tableCaps, row); err != nil {
+			t.Fatal(err)
+		}
 	}
 	txn.Commit()
 	buf.Reset()

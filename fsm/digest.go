@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -20,7 +20,7 @@ var laterTables = map[string]bool{tableTemplates: true, tableBlobs: true, tableC
 // without caps holds only usage, which the pools' usage already determines:
 // leaving it out keeps the digest of a state that never set cluster or
 // group caps the one it had before they existed.
-func nextHashed(it memdb.ResultIterator) any {
+func nextHashed(it rowstore.ResultIterator) any {
 	for {
 		raw := it.Next()
 		if cs, ok := raw.(*CapScope); !ok || cs.Caps != (ledger.PoolCaps{}) {
@@ -35,7 +35,7 @@ func nextHashed(it memdb.ResultIterator) any {
 func (s *State) Digest() (string, error) {
 	h := sha256.New()
 	for _, table := range Tables {
-		it, err := s.txn.Get(table, "id")
+		it, err := s.txn.All(table, "id")
 		if err != nil {
 			return "", fmt.Errorf("digest: iterate %s: %w", table, err)
 		}

@@ -1,5 +1,5 @@
 // Package fsm is amserver's replicated state machine: the command set, the
-// go-memdb state store, deterministic Apply, and snapshots.
+// rowstore state store (internal/rowstore), deterministic Apply, and snapshots.
 package fsm
 
 import (
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 	"github.com/hashicorp/raft"
 )
 
@@ -44,12 +44,11 @@ type FSM struct {
 	eval   ExprEvaluator
 
 	mu sync.RWMutex // guards db and changeCh across a restore swap
-	db *memdb.MemDB
+	db *rowstore.DB
 	// wmu guards the open write transaction (fsm_open.go); taken before mu.
 	wmu      sync.Mutex
-	open     *memdb.Txn
+	open     *rowstore.Txn
 	openLogs []*raft.Log // the commands applied in open, for a redo
-	openView openView    // what open has written, and the state it started on
 	hasOpen  atomic.Bool // open != nil, read without wmu by State
 	changeCh chan struct{}
 	applied  atomic.Uint64 // raft index of the last applied entry
@@ -161,7 +160,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 
 // applyOne applies one command in txn, recording the tables it changed;
 // dirty reports a failure after the command had written something.
-func (f *FSM) applyOne(txn *memdb.Txn, view *openView, l *raft.Log, changed map[string]bool) (res *Result, dirty bool) {
+func (f *FSM) applyOne(txn *rowstore.Txn, l *raft.Log, changed map[string]bool) (res *Result, dirty bool) {
 	if len(l.Data) == 0 {
 		panic(&UndecodableError{Err: fmt.Errorf("empty command at index %d", l.Index)})
 	}
@@ -174,7 +173,7 @@ func (f *FSM) applyOne(txn *memdb.Txn, view *openView, l *raft.Log, changed map[
 		}
 		panic(&UndecodableError{Type: typ, Err: fmt.Errorf("unknown command type at index %d", l.Index)})
 	}
-	t := newTx(txn, l.Index, view)
+	t := newTx(txn, l.Index)
 	value, err := f.dispatch(h, typ, t, l.Data[1:])
 	if err != nil {
 		return &Result{Index: l.Index, Err: err}, len(t.changed) > 0

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 )
 
@@ -13,7 +12,7 @@ import (
 // the rest of a batch: wmu is taken per command.
 
 // maxOpenCommands bounds the commands one open transaction holds, and so
-// the work of a redo and the memory its writable-node caches pin.
+// the work of a redo.
 const maxOpenCommands = 256
 
 // applyOpen applies one command in the open transaction (starting one if
@@ -24,7 +23,6 @@ func (f *FSM) applyOpen(l *raft.Log, changed map[string]bool) *Result {
 	if f.open == nil {
 		f.mu.RLock()
 		f.open = f.db.Txn(true)
-		f.openView.base = f.db.Txn(false) // what open started on: no commit can come between
 		f.mu.RUnlock()
 		f.hasOpen.Store(true)
 	}
@@ -35,7 +33,7 @@ func (f *FSM) applyOpen(l *raft.Log, changed map[string]bool) *Result {
 			f.applied.Store(l.Index)
 		}
 	}()
-	res, dirty := f.applyOne(f.open, &f.openView, l, changed)
+	res, dirty := f.applyOne(f.open, l, changed)
 	finished = true
 	switch {
 	case dirty:
@@ -63,7 +61,7 @@ func (f *FSM) redoOpen() {
 	txn := f.db.Txn(true)
 	f.mu.RUnlock()
 	for _, l := range logs {
-		f.applyOne(txn, nil, l, map[string]bool{})
+		f.applyOne(txn, l, map[string]bool{})
 	}
 	txn.Commit()
 }
@@ -88,8 +86,6 @@ func (f *FSM) dropOpen() {
 
 func (f *FSM) clearOpen() {
 	f.open = nil
-	f.openView.base = nil
-	clear(f.openView.written)
 	clear(f.openLogs) // let the entries go
 	f.openLogs = f.openLogs[:0]
 	f.hasOpen.Store(false)
@@ -104,59 +100,4 @@ func (f *FSM) flushOpen() {
 	f.wmu.Lock()
 	f.commitOpen()
 	f.wmu.Unlock()
-}
-
-// openView lets a command in the open transaction read rows without going
-// through it. go-memdb answers a read of an index the transaction has
-// modified from a clone of that index, and cloning throws away the index's
-// writable-node cache: the next write copies its path from the root again
-// and builds a new cache. A create's existence check, and a plan's reads of
-// each bundle, node and assignment it then writes, did that per row. A row
-// the open transaction has not written is the same row in the state it
-// started on, so Node, Bundle and Assignment read it there.
-type openView struct {
-	base    *memdb.Txn // a read transaction of the state open started on
-	written map[rowKey]struct{}
-}
-
-type rowKey struct{ table, id string }
-
-// wrote records a write of one of the rows the view serves; every write of
-// the state goes through tx.insert and tx.delete, which call it.
-func (v *openView) wrote(table string, obj any) {
-	if v == nil || v.base == nil {
-		return
-	}
-	id, ok := viewRowID(obj)
-	if !ok {
-		return
-	}
-	if v.written == nil {
-		v.written = map[rowKey]struct{}{}
-	}
-	v.written[rowKey{table, id}] = struct{}{}
-}
-
-// viewRowID is the id of a row type the view serves.
-func viewRowID(obj any) (string, bool) {
-	switch r := obj.(type) {
-	case *Bundle:
-		return r.Spec.ID, true
-	case *Node:
-		return r.ID, true
-	case *Assignment:
-		return r.ID, true
-	}
-	return "", false
-}
-
-// byID reads a row by id: from the view's base when the open transaction
-// has not written it, else from the transaction itself.
-func byID[T any](s *State, table, id string) *T {
-	if v := s.view; v != nil && v.base != nil {
-		if _, ok := v.written[rowKey{table, id}]; !ok {
-			return first[T](v.base, table, "id", id)
-		}
-	}
-	return first[T](s.txn, table, "id", id)
 }

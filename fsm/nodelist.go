@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 )
 
 // nodeList remembers the latest full node listing of one store. The leader's
@@ -15,7 +15,7 @@ import (
 // change index identifies its content within one store, so a listing is
 // reused until a write to the table moves the index.
 type nodeList struct {
-	db    *memdb.MemDB
+	db    *rowstore.DB
 	index uint64
 	nodes []*Node
 }

@@ -10,7 +10,7 @@ func (f *FSM) Preview(index uint64, data []byte) *Result {
 	if len(data) == 0 {
 		return &Result{Index: index, Err: fmt.Errorf("%w: empty command", ErrInvalid)}
 	}
-	f.flushOpen() // memdb allows one write transaction at a time
+	f.flushOpen() // the store allows one write transaction at a time
 	f.mu.RLock()
 	db := f.db
 	f.mu.RUnlock()
@@ -19,7 +19,7 @@ func (f *FSM) Preview(index uint64, data []byte) *Result {
 	if h == nil {
 		return &Result{Index: index, Err: fmt.Errorf("%w: unknown command type %d", ErrInvalid, typ)}
 	}
-	t := newTx(db.Txn(true), index, nil)
+	t := newTx(db.Txn(true), index)
 	defer t.txn.Abort()
 	value, err := f.dispatch(h, typ, t, data[1:])
 	if err != nil {

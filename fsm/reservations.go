@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -97,14 +96,9 @@ func reservations(rows []*reservationRow) []ledger.Reservation {
 	return out
 }
 
-// bundleNodesIndexer indexes a bundle under each node its placed jobs hold.
-type bundleNodesIndexer struct{}
-
-func (bundleNodesIndexer) FromObject(obj any) (bool, [][]byte, error) {
-	b, ok := obj.(*Bundle)
-	if !ok {
-		return false, nil, fmt.Errorf("bundle node index: unexpected %T", obj)
-	}
+// bundleNodes is the bundle's entries in the "node" index: each node its
+// placed jobs hold, sorted and distinct.
+func bundleNodes(b *Bundle) []string {
 	var nodes []string
 	for _, r := range b.Replicas {
 		for _, j := range r.Jobs {
@@ -113,17 +107,6 @@ func (bundleNodesIndexer) FromObject(obj any) (bool, [][]byte, error) {
 			}
 		}
 	}
-	if len(nodes) == 0 {
-		return false, nil, nil
-	}
-	slices.Sort(nodes) // a stable order keeps unchanged entries in place on update
-	out := make([][]byte, len(nodes))
-	for i, n := range nodes {
-		out[i] = append([]byte(n), 0)
-	}
-	return true, out, nil
-}
-
-func (bundleNodesIndexer) FromArgs(args ...any) ([]byte, error) {
-	return strIndexer[Bundle]{}.FromArgs(args...)
+	slices.Sort(nodes)
+	return nodes
 }

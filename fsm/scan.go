@@ -5,7 +5,7 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 )
 
 // Paged listings (the API's ?per_page, ?next_token and ?prefix) walk a
@@ -15,7 +15,7 @@ import (
 
 // scanAfter yields the rows of table whose id is greater than after and
 // starts with prefix, in id order. The rows are shared: never modify them.
-func scanAfter[T any](txn *memdb.Txn, table, after, prefix string) iter.Seq[*T] {
+func scanAfter[T any](txn *rowstore.Txn, table, after, prefix string) iter.Seq[*T] {
 	return func(yield func(*T) bool) {
 		it, err := txn.LowerBound(table, "id", max(after, prefix))
 		if err != nil {

@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -70,101 +70,56 @@ func eventID(index uint64, seq int) string {
 	return fmt.Sprintf("%020d-%05d", index, seq)
 }
 
-// The indexers are typed rather than memdb's reflective StringFieldIndex:
-// every row write computes each index twice (new and old row), and the
-// reflective field lookup was a visible share of plan apply. They encode
-// exactly as StringFieldIndex does (the string, then a NUL; an empty string
-// is a missing value), so index order and snapshots are unchanged.
+// Every table's primary index is its rows' id (rowstore.IDIndex); the
+// secondary indexes below hold (value, id) pairs. An empty value leaves a
+// row out of an index, as memdb's AllowMissing did, and the order of a
+// listing by index is memdb's: by value, then by id.
 
-func idIndex[T any](pick func(*T) string) *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: "id", Unique: true, Indexer: strIndexer[T]{pick: pick}}
+func idOf[T any](pick func(*T) string) func(any) string {
+	return func(row any) string { return pick(row.(*T)) }
 }
 
-func fieldIndex[T any](name string, pick func(*T) string) *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: name, Indexer: strIndexer[T]{pick: pick}, AllowMissing: true}
+func fieldIndex[T any](name string, pick func(*T) string) rowstore.IndexSchema {
+	return rowstore.IndexSchema{Name: name, Value: idOf(pick)}
 }
 
-func schema() *memdb.DBSchema {
-	return &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-		tableNodes: {Name: tableNodes, Indexes: map[string]*memdb.IndexSchema{
-			"id":   idIndex(func(n *Node) string { return n.ID }),
-			"pool": fieldIndex("pool", func(n *Node) string { return n.Pool }),
-		}},
-		tablePools: {Name: tablePools, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(p *Pool) string { return p.Name })}},
-		tableBundles: {Name: tableBundles, Indexes: map[string]*memdb.IndexSchema{
-			"id":    idIndex(func(b *Bundle) string { return b.Spec.ID }),
-			"state": fieldIndex("state", func(b *Bundle) string { return b.State }),
-			"node":  {Name: "node", Indexer: bundleNodesIndexer{}, AllowMissing: true},
-		}},
-		tableReservations: {Name: tableReservations, Indexes: map[string]*memdb.IndexSchema{
-			"id":   idIndex(func(r *reservationRow) string { return r.ID }),
-			"node": fieldIndex("node", func(r *reservationRow) string { return r.NodeID }),
-		}},
-		tableAssignments: {Name: tableAssignments, Indexes: map[string]*memdb.IndexSchema{
-			"id":      idIndex(func(a *Assignment) string { return a.ID }),
-			"node":    fieldIndex("node", func(a *Assignment) string { return a.NodeID }),
-			"service": fieldIndex("service", func(a *Assignment) string { return a.ServiceID }),
-		}},
-		tableServices: {Name: tableServices, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(s *NodeService) string { return s.ID })}},
-		tableEvents:   {Name: tableEvents, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(e *eventRow) string { return e.ID })}},
-		tableIndex:    {Name: tableIndex, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(r *indexRow) string { return r.Table })}},
-		tableMeta:     {Name: tableMeta, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(m *metaRow) string { return m.Key })}},
-		tableACLTokens: {Name: tableACLTokens, Indexes: map[string]*memdb.IndexSchema{
-			"id":     idIndex(func(t *ACLToken) string { return t.AccessorID }),
-			"secret": {Name: "secret", Unique: true, Indexer: strIndexer[ACLToken]{pick: func(t *ACLToken) string { return t.SecretHash }}},
-		}},
-		tableKeyring: {Name: tableKeyring, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(k *Keyring) string { return k.ID })}},
-		tableSpawns: {Name: tableSpawns, Indexes: map[string]*memdb.IndexSchema{
-			"id":   idIndex(func(s *Spawn) string { return s.ID }),
-			"node": {Name: "node", Unique: true, Indexer: strIndexer[Spawn]{pick: func(s *Spawn) string { return s.NodeID }}},
-			"pool": fieldIndex("pool", func(s *Spawn) string { return s.Pool }),
-		}},
-		tableTemplates: {Name: tableTemplates, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(t *Template) string { return t.Name })}},
-		tableBlobs:     {Name: tableBlobs, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(b *TemplateBlob) string { return b.Digest })}},
-		tableCaps:      {Name: tableCaps, Indexes: map[string]*memdb.IndexSchema{"id": idIndex(func(c *CapScope) string { return c.Name })}},
+func table[T any](name string, id func(*T) string, indexes ...rowstore.IndexSchema) rowstore.TableSchema {
+	return rowstore.TableSchema{Name: name, ID: idOf(id), Indexes: indexes}
+}
+
+func schema() rowstore.Schema {
+	return rowstore.Schema{Tables: []rowstore.TableSchema{
+		table(tableNodes, func(n *Node) string { return n.ID },
+			fieldIndex("pool", func(n *Node) string { return n.Pool })),
+		table(tablePools, func(p *Pool) string { return p.Name }),
+		table(tableBundles, func(b *Bundle) string { return b.Spec.ID },
+			fieldIndex("state", func(b *Bundle) string { return b.State }),
+			rowstore.IndexSchema{Name: "node", Values: func(row any) []string { return bundleNodes(row.(*Bundle)) }}),
+		table(tableReservations, func(r *reservationRow) string { return r.ID },
+			fieldIndex("node", func(r *reservationRow) string { return r.NodeID })),
+		table(tableAssignments, func(a *Assignment) string { return a.ID },
+			fieldIndex("node", func(a *Assignment) string { return a.NodeID }),
+			fieldIndex("service", func(a *Assignment) string { return a.ServiceID })),
+		table(tableServices, func(s *NodeService) string { return s.ID }),
+		table(tableEvents, func(e *eventRow) string { return e.ID }),
+		table(tableIndex, func(r *indexRow) string { return r.Table }),
+		table(tableMeta, func(m *metaRow) string { return m.Key }),
+		table(tableACLTokens, func(t *ACLToken) string { return t.AccessorID },
+			rowstore.IndexSchema{Name: "secret", Unique: true, Value: idOf(func(t *ACLToken) string { return t.SecretHash })}),
+		table(tableKeyring, func(k *Keyring) string { return k.ID }),
+		table(tableSpawns, func(s *Spawn) string { return s.ID },
+			rowstore.IndexSchema{Name: "node", Unique: true, Value: idOf(func(s *Spawn) string { return s.NodeID })},
+			fieldIndex("pool", func(s *Spawn) string { return s.Pool })),
+		table(tableTemplates, func(t *Template) string { return t.Name }),
+		table(tableBlobs, func(b *TemplateBlob) string { return b.Digest }),
+		table(tableCaps, func(c *CapScope) string { return c.Name }),
 	}}
 }
 
-// strIndexer indexes one string field of a row type.
-type strIndexer[T any] struct {
-	pick func(*T) string
-}
-
-func (x strIndexer[T]) FromObject(obj any) (bool, []byte, error) {
-	row, ok := obj.(*T)
-	if !ok {
-		return false, nil, fmt.Errorf("index: unexpected row %T", obj)
-	}
-	v := x.pick(row)
-	if v == "" {
-		return false, nil, nil
-	}
-	out := make([]byte, len(v)+1)
-	copy(out, v)
-	return true, out, nil
-}
-
-func (x strIndexer[T]) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("index: want one argument, got %d", len(args))
-	}
-	s, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("index: argument must be a string, got %T", args[0])
-	}
-	return append([]byte(s), 0), nil
-}
-
-func newDB() *memdb.MemDB {
-	db, err := memdb.NewMemDB(schema())
+func newDB() *rowstore.DB {
+	db, err := rowstore.New(schema())
 	if err != nil {
 		panic(fmt.Sprintf("amserver: invalid state schema: %v", err)) // a programming error, caught by every test
 	}
-	// A memdb snapshot is the same store without watch bookkeeping: the
-	// primary tracks every radix node a write copies and closes its channel
-	// on commit, and a transaction touching more than 8,192 nodes of one
-	// index walks that index's whole tree to notify. Nothing here watches
-	// memdb (blocking queries wait on the FSM's own channel), so the state
-	// lives in a snapshot from the start.
-	return db.Snapshot()
+	return db
 }

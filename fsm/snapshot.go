@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 
@@ -77,10 +77,10 @@ func sectionByKind(kind uint8) (section, bool) {
 	return section{}, false
 }
 
-// fsmSnapshot is a point-in-time memdb snapshot; Persist runs off the FSM's
+// fsmSnapshot is a point-in-time store version; Persist runs off the FSM's
 // goroutine while Apply continues.
 type fsmSnapshot struct {
-	db    *memdb.MemDB
+	db    *rowstore.DB
 	index uint64
 }
 
@@ -137,7 +137,7 @@ type decodedBatch struct {
 // ReadSnapshot reads a snapshot into a new store. Decoding runs on its own
 // goroutine, pipelined with the inserts, which halves restore time on two
 // cores.
-func ReadSnapshot(r io.Reader) (*memdb.MemDB, uint64, error) {
+func ReadSnapshot(r io.Reader) (*rowstore.DB, uint64, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
 		return nil, 0, fmt.Errorf("restore: %w", err)

@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/amserver/amserver/ledger"
@@ -72,7 +72,7 @@ func writeLegacySnapshot(t *testing.T, f *FSM) []byte {
 			}
 			continue
 		}
-		it, err := st.txn.Get(sec.table, "id")
+		it, err := st.txn.All(sec.table, "id")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +224,7 @@ func olderShapeHash(t *testing.T, f *FSM) string {
 		row   any
 	}
 	for _, table := range []string{tableBundles, tableAssignments, tableServices} {
-		it, err := txn.Get(table, "id")
+		it, err := txn.All(table, "id")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,9 +269,9 @@ func cloneRow(t *testing.T, row any) any {
 	return nil
 }
 
-func eachLaunch(txn *memdb.Txn, fn func(what string, l *Launch)) {
+func eachLaunch(txn *rowstore.Txn, fn func(what string, l *Launch)) {
 	for _, table := range []string{tableBundles, tableAssignments, tableServices} {
-		it, _ := txn.Get(table, "id")
+		it, _ := txn.All(table, "id")
 		for raw := it.Next(); raw != nil; raw = it.Next() {
 			eachRowLaunch(raw, fn)
 		}

@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
 	"github.com/amserver/amserver/snapshot"
@@ -37,7 +37,7 @@ type encodedChunk struct {
 }
 
 // WriteSnapshot writes every table of db in the snapshot format.
-func WriteSnapshot(w io.Writer, db *memdb.MemDB, index uint64) error {
+func WriteSnapshot(w io.Writer, db *rowstore.DB, index uint64) error {
 	sw, err := snapshot.NewWriter(w, snapshot.Header{Index: index})
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
@@ -71,7 +71,7 @@ func WriteSnapshot(w io.Writer, db *memdb.MemDB, index uint64) error {
 }
 
 // listChunks walks the tables in snapshot order and hands out chunks.
-func listChunks(db *memdb.MemDB, ordered, jobs chan<- *snapChunk, stop <-chan struct{}) {
+func listChunks(db *rowstore.DB, ordered, jobs chan<- *snapChunk, stop <-chan struct{}) {
 	txn := db.Txn(false)
 	emit := func(c *snapChunk) bool {
 		select {
@@ -91,7 +91,7 @@ func listChunks(db *memdb.MemDB, ordered, jobs chan<- *snapChunk, stop <-chan st
 		if !emit(&snapChunk{sec: sec}) {
 			return
 		}
-		it, err := txn.Get(sec.table, "id")
+		it, err := txn.All(sec.table, "id")
 		if err != nil {
 			emit(&snapChunk{sec: sec, rows: []any{}, done: failed(fmt.Errorf("snapshot section %s: %w", sec.table, err))})
 			return

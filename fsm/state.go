@@ -3,29 +3,26 @@ package fsm
 import (
 	"strings"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 )
 
 // State is a consistent, read-only view of the replicated state at one raft
 // index. Readers and the scheduler work on it without blocking Apply. Objects
 // it returns are shared: never modify them.
 type State struct {
-	txn *memdb.Txn
-	// view, in a write transaction left open across commands, reads the
-	// rows it has not written from the state it started on (fsm_open.go).
-	view *openView
+	txn *rowstore.Txn
 	// db and nodes serve Nodes("") from a listing cache (nodelist.go); nil
 	// in write transactions, whose nodes change under them.
-	db    *memdb.MemDB
+	db    *rowstore.DB
 	nodes *nodeCache
 }
 
-func newState(db *memdb.MemDB) *State {
+func newState(db *rowstore.DB) *State {
 	return &State{txn: db.Txn(false)}
 }
 
-func first[T any](txn *memdb.Txn, table, index string, args ...any) *T {
-	raw, err := txn.First(table, index, args...)
+func first[T any](txn *rowstore.Txn, table, index, value string) *T {
+	raw, err := txn.First(table, index, value)
 	if err != nil || raw == nil {
 		return nil
 	}
@@ -33,8 +30,15 @@ func first[T any](txn *memdb.Txn, table, index string, args ...any) *T {
 	return v
 }
 
-func all[T any](txn *memdb.Txn, table, index string, args ...any) []*T {
-	it, err := txn.Get(table, index, args...)
+// all lists a table's rows by index: every row, or those with the value.
+func all[T any](txn *rowstore.Txn, table, index string, value ...string) []*T {
+	var it rowstore.ResultIterator
+	var err error
+	if len(value) == 0 {
+		it, err = txn.All(table, index)
+	} else {
+		it, err = txn.Get(table, index, value[0])
+	}
 	if err != nil {
 		return nil
 	}
@@ -48,7 +52,7 @@ func all[T any](txn *memdb.Txn, table, index string, args ...any) []*T {
 }
 
 // Node returns a node or nil.
-func (s *State) Node(id string) *Node { return byID[Node](s, tableNodes, id) }
+func (s *State) Node(id string) *Node { return first[Node](s.txn, tableNodes, "id", id) }
 
 // Nodes returns nodes sorted by id; pool "" means every pool.
 func (s *State) Nodes(pool string) []*Node {
@@ -65,7 +69,7 @@ func (s *State) Pool(name string) *Pool { return first[Pool](s.txn, tablePools, 
 func (s *State) Pools() []*Pool { return all[Pool](s.txn, tablePools, "id") }
 
 // Bundle returns a bundle or nil.
-func (s *State) Bundle(id string) *Bundle { return byID[Bundle](s, tableBundles, id) }
+func (s *State) Bundle(id string) *Bundle { return first[Bundle](s.txn, tableBundles, "id", id) }
 
 // Bundles returns bundles sorted by id, filtered by pool and state when set.
 // There is no pool index: a listing by pool reads every bundle (or every
@@ -102,7 +106,7 @@ func (s *State) BundlesInState(states ...string) []*Bundle {
 
 // Assignment returns an assignment or nil.
 func (s *State) Assignment(id string) *Assignment {
-	return byID[Assignment](s, tableAssignments, id)
+	return first[Assignment](s.txn, tableAssignments, "id", id)
 }
 
 // NodeAssignments returns what a node's worker must run (or stop).

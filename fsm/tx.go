@@ -3,7 +3,7 @@ package fsm
 import (
 	"fmt"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -30,8 +30,8 @@ var _ ledger.Store = txLedger{}
 
 // newTx starts a command in txn, a write transaction it may share with the
 // commands before it in a batch.
-func newTx(txn *memdb.Txn, index uint64, view *openView) *tx {
-	t := &tx{State: State{txn: txn, view: view}, index: index, changed: map[string]bool{}}
+func newTx(txn *rowstore.Txn, index uint64) *tx {
+	t := &tx{State: State{txn: txn}, index: index, changed: map[string]bool{}}
 	t.now = t.LastTimer()
 	return t
 }
@@ -41,7 +41,6 @@ func (t *tx) insert(table string, obj any) {
 	if err := t.txn.Insert(table, obj); err != nil {
 		panic(fmt.Sprintf("amserver: insert into %s: %v", table, err))
 	}
-	t.view.wrote(table, obj)
 	t.changed[table] = true
 }
 
@@ -49,7 +48,6 @@ func (t *tx) delete(table string, obj any) {
 	if err := t.txn.Delete(table, obj); err != nil {
 		panic(fmt.Sprintf("amserver: delete from %s: %v", table, err))
 	}
-	t.view.wrote(table, obj)
 	t.changed[table] = true
 }
 
@@ -109,7 +107,7 @@ func (t *tx) finish() {
 
 // pruneEvents deletes up to n of the oldest events and returns how many.
 func (t *tx) pruneEvents(n int) int {
-	it, err := t.txn.Get(tableEvents, "id")
+	it, err := t.txn.All(tableEvents, "id")
 	if err != nil {
 		return 0
 	}

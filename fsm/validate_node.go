@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/amserver/amserver/internal/rowstore"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/ledger"
@@ -380,7 +380,7 @@ type profile struct {
 type profileSource struct {
 	seen     []profile
 	services []*NodeService
-	nodes    memdb.ResultIterator // nil once exhausted
+	nodes    rowstore.ResultIterator // nil once exhausted
 }
 
 func poolProfiles(st *State, p *Pool) *profileSource {

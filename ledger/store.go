@@ -3,7 +3,7 @@ package ledger
 import "fmt"
 
 // Store is the storage the accounting functions work on. The FSM implements
-// it over a go-memdb transaction; MemStore implements it over maps for tests
+// it over the state store's write transaction; MemStore implements it over maps for tests
 // and Overlay buffers writes for the scheduler's what-if plans.
 //
 // Values passed in and out are treated as immutable by this package.

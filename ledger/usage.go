@@ -13,7 +13,7 @@ func (g GPUUse) idle() bool { return g.Capacity == 0 && !g.Exclusive && g.Shares
 // Usage is what a node's reservations hold.
 //
 // Values are immutable: Add and Sub build new slices and never alias the
-// receiver's, so a Usage read from a store (or a memdb snapshot) can be kept
+// receiver's, so a Usage read from a store (or a store snapshot) can be kept
 // while the store moves on. Slices are kept canonical (sorted, no idle
 // entries, nil when empty) so Add followed by Sub of the same grant gives a
 // reflect.DeepEqual result.
