@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
@@ -50,6 +51,9 @@ func measureState(ctx context.Context, o Options) ([]Result, error) {
 	// server that has applied its log would serve them.
 	lists, listErr := measureLists(ctx, d.fsm, bundles)
 	loaded := settledMemory()
+	if err := writeStateHeapProfile(os.Getenv("AMBENCH_STATE_HEAPPROFILE")); err != nil {
+		return nil, err
+	}
 	out := append(load.results(bundles), memoryResults(bundles, base, loaded, peak)...)
 	out = append(out, lists...)
 	if listErr != nil {
@@ -332,4 +336,22 @@ func snapshotResults(bundles int, t snapTimes, size int64) []Result {
 		{Suite: "state", Name: "snapshot restore", Value: t.restore.Seconds(), Unit: "s", Note: fmt.Sprintf("%.2fs CPU", t.restoreCPU.Seconds())},
 		{Suite: "state", Name: fmt.Sprintf("snapshot size, %d bundles", bundles), Value: float64(size) / (1 << 20), Unit: "MiB"},
 	}
+}
+
+// writeStateHeapProfile writes the loaded state's heap profile to path
+// (AMBENCH_STATE_HEAPPROFILE; nothing when empty): what the bytes per
+// bundle are made of.
+func writeStateHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("state: heap profile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("state: heap profile: %w", err)
+	}
+	return f.Close()
 }
