@@ -32,6 +32,10 @@ type placer struct {
 	scannedChange uint64
 	// since times the pending bundles for the placement latency metric.
 	since pendingSince
+	// recordedAt is when the last plan of only failure records committed;
+	// recordDue, when set, how long until the next may (holdRecords).
+	recordedAt time.Time
+	recordDue  time.Duration
 }
 
 // unplaceableRescan bounds how often the placer re-reads every unplaceable
@@ -40,6 +44,13 @@ type placer struct {
 // every pass: under a burst of creates into a full pool, a pass per commit
 // over a list that grows with each create (bench: write suite).
 const unplaceableRescan = time.Second
+
+// recordCoalesce is how often at most the placer commits a plan that only
+// records why bundles do not fit. Each create into a full pool woke a pass
+// whose plan was one such record: two Raft entries per create (issue 19).
+// A record that waits is folded into the next one, or into the next plan
+// that places something; the bundle reads pending until then.
+const recordCoalesce = 100 * time.Millisecond
 
 // Preemption budget: searches per pass, and the pause before a bundle that
 // found no victims is searched again.
@@ -55,7 +66,11 @@ func (p *placer) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		watch := p.l.store.WatchCh()
 		committed := p.pass(ctx)
-		if committed == 0 && !waitChange(ctx, watch, 5*time.Second) {
+		wait := 5 * time.Second
+		if p.recordDue > 0 {
+			wait, p.recordDue = p.recordDue, 0
+		}
+		if committed == 0 && !waitChange(ctx, watch, wait) {
 			return
 		}
 	}
@@ -88,11 +103,29 @@ func (p *placer) pass(ctx context.Context) int {
 		}
 		p.placeOne(batch, b, &budget, start)
 	}
+	if p.holdRecords(batch, start) {
+		return 0
+	}
 	committed := p.l.applyBatch(ctx, batch)
 	end := p.l.clock.Now()
 	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
 	p.since.settle(p.l.store.State(), p.l.metrics.PlacementLatency, end)
 	return committed
+}
+
+// holdRecords says whether a plan that only records failures waits for
+// recordCoalesce to pass since the last such commit; the Run loop then
+// passes again when it does (or sooner, on a change).
+func (p *placer) holdRecords(batch *scheduler.Batch, now time.Time) bool {
+	if !batch.OnlyExplains() {
+		return false
+	}
+	if due := p.recordedAt.Add(recordCoalesce).Sub(now); !p.recordedAt.IsZero() && due > 0 {
+		p.recordDue = due
+		return true
+	}
+	p.recordedAt = now
+	return false
 }
 
 // placeOne heals, places, or — for a primary that does not fit and a band

@@ -149,6 +149,43 @@ func TestPlacerLeavesUnplaceableAlone(t *testing.T) {
 	}
 }
 
+// TestPlacerCoalescesFailureRecords: a plan that only records why bundles
+// do not fit commits at most once per recordCoalesce; a held record waits
+// for the next one (or for a plan that places something) and is not lost.
+func TestPlacerCoalescesFailureRecords(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 4, fsm.NodeReady)
+	p := &placer{l: e.l}
+	e.bundle("big1", "p", "", 2000)
+	if p.pass(e.ctx); e.get("big1").State != fsm.StateUnplaceable {
+		t.Fatalf("first record held: big1 %s", e.get("big1").State)
+	}
+	e.bundle("big2", "p", "", 2000)
+	e.store.take()
+	p.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 0 || e.get("big2").State != fsm.StatePending {
+		t.Fatalf("a second record within %v proposed %v (big2 %s)", recordCoalesce, typesOf(ps), e.get("big2").State)
+	}
+	if p.recordDue <= 0 || p.recordDue > recordCoalesce {
+		t.Fatalf("held record due in %v, want within (0, %v]", p.recordDue, recordCoalesce)
+	}
+	e.bundle("small", "p", "", 500) // a plan that places carries the held record along
+	p.pass(e.ctx)
+	if e.get("small").State != fsm.StatePlaced || e.get("big2").State != fsm.StateUnplaceable {
+		t.Fatalf("placing plan: small %s, big2 %s", e.get("small").State, e.get("big2").State)
+	}
+	e.bundle("big3", "p", "", 2000)
+	p.pass(e.ctx)
+	if e.get("big3").State != fsm.StatePending {
+		t.Fatalf("big3 %s, want held", e.get("big3").State)
+	}
+	e.clock.advance(recordCoalesce)
+	p.pass(e.ctx)
+	if e.get("big3").State != fsm.StateUnplaceable {
+		t.Fatalf("big3 %s after the interval, want its record committed", e.get("big3").State)
+	}
+}
+
 // TestPlacerBackups: a missing backup is placed, and a backup that breaks
 // its forbid is moved (make-before-break), once a second node is there.
 func TestPlacerBackups(t *testing.T) {

@@ -54,6 +54,19 @@ func (b *Batch) Plan(now int64) *fsm.Plan {
 	return &fsm.Plan{Now: now, Parts: append([]fsm.PlanPart(nil), b.parts...)}
 }
 
+// OnlyExplains reports whether every part of the plan so far only records
+// why a bundle does not fit: nothing placed, released, promoted or moved.
+func (b *Batch) OnlyExplains() bool {
+	for _, p := range b.parts {
+		for _, u := range p.Updates {
+			if u.Promote || len(u.Release) > 0 || len(u.Place) > 0 || u.SetDegradations || u.Preemptor != "" || u.Explain == nil {
+				return false
+			}
+		}
+	}
+	return len(b.parts) > 0
+}
+
 // Parts is the number of plan parts so far.
 func (b *Batch) Parts() int { return len(b.parts) }
 
