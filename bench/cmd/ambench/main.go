@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ type flags struct {
 	dir        string
 	keep       bool
 	cpuprofile string
+	waitprof   string
 	verbose    bool
 }
 
@@ -38,6 +40,7 @@ func main() {
 	flag.StringVar(&f.dir, "dir", "", "scratch directory for data (default: a new temp dir, removed afterwards)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the scratch directory")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.StringVar(&f.waitprof, "waitprofile", "", "write block and mutex profiles of the whole run to this path plus .block and .mutex (where goroutines waited)")
 	flag.BoolVar(&f.verbose, "v", false, "log progress at debug level")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,6 +73,9 @@ func run(ctx context.Context, f flags) (err error) {
 			return err
 		}
 		defer stopProf()
+	}
+	if f.waitprof != "" {
+		defer startWaitProfiles(f.waitprof)()
 	}
 	rs, runErr := runSuites(ctx, names, bench.Options{Quick: f.quick, Dir: dir, Logger: logger})
 	bench.PrintTable(os.Stdout, rs)
@@ -142,6 +148,25 @@ func startProfile(path string) (func(), error) {
 		return nil, fmt.Errorf("cpu profile: %w", err)
 	}
 	return func() { pprof.StopCPUProfile(); _ = pf.Close() }, nil
+}
+
+// startWaitProfiles records blocking and lock contention from now on; the
+// returned func writes both profiles (errors go to stderr: the numbers of
+// the run matter more than its profiles).
+func startWaitProfiles(path string) func() {
+	runtime.SetBlockProfileRate(int(time.Microsecond))
+	runtime.SetMutexProfileFraction(10)
+	return func() {
+		for _, name := range []string{"block", "mutex"} {
+			pf, err := os.Create(path + "." + name)
+			if err == nil {
+				err = errors.Join(pprof.Lookup(name).WriteTo(pf, 0), pf.Close())
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "ambench: %s profile: %v\n", name, err)
+			}
+		}
+	}
 }
 
 // resultsDir is bench/results of the repository, whether ambench runs from
