@@ -50,6 +50,16 @@ type FSM struct {
 	open     *rowstore.Txn
 	openLogs []*raft.Log // the commands applied in open, for a redo
 	hasOpen  atomic.Bool // open != nil, read without wmu by State
+	// visible is the index through which the published version holds
+	// every applied command; batchEnd the last index of the last batch
+	// ApplyBatch finished. Results reach callers only when their batch is
+	// finished, so while visible >= batchEnd a reader needs nothing the
+	// open transaction holds and reads without waiting for wmu (State).
+	visible  atomic.Uint64
+	batchEnd atomic.Uint64
+	// readers asks the end of the next batch to commit the open
+	// transaction: a reader had to, and on a leader more are coming.
+	readers atomic.Bool
 	changeCh chan struct{}
 	applied  atomic.Uint64 // raft index of the last applied entry
 	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
@@ -154,6 +164,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 		out[i] = f.applyOpen(l, changed)
 	}
+	if f.readers.Swap(false) {
+		f.wmu.Lock()
+		f.commitOpen()
+		f.wmu.Unlock()
+	}
+	if len(logs) > 0 {
+		f.batchEnd.Store(logs[len(logs)-1].Index)
+	}
 	f.notify(changed)
 	return out
 }
@@ -209,7 +227,10 @@ type created struct {
 
 // State returns a consistent read-only view of the current state.
 func (f *FSM) State() *State {
-	f.flushOpen()
+	if f.visible.Load() < f.batchEnd.Load() {
+		f.flushOpen()
+		f.readers.Store(true)
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	st := newState(f.db)

@@ -72,6 +72,7 @@ func (f *FSM) commitOpen() {
 		return
 	}
 	f.open.Commit()
+	f.visible.Store(f.applied.Load()) // the command in flight, if any, is not counted: a later read flushes again
 	f.clearOpen()
 }
 

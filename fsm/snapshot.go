@@ -121,6 +121,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.db = db
 	f.applied.Store(index)
+	f.visible.Store(index)
+	f.batchEnd.Store(index)
 	close(f.changeCh)
 	f.changeCh = make(chan struct{})
 	f.mu.Unlock()
