@@ -59,7 +59,7 @@ type FSM struct {
 	batchEnd atomic.Uint64
 	// readers asks the end of the next batch to commit the open
 	// transaction: a reader had to, and on a leader more are coming.
-	readers atomic.Bool
+	readers  atomic.Bool
 	changeCh chan struct{}
 	applied  atomic.Uint64 // raft index of the last applied entry
 	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
