@@ -216,3 +216,42 @@ func TestOpenViewReadsWhatTheTransactionWrote(t *testing.T) {
 	}
 	checkInvariants(t, open)
 }
+
+// TestReadersSkipTheWriteLockBetweenBatches: once a reader has committed
+// the open transaction, the end of the next batch commits too, and a
+// reader then reads without the write lock (held here by the test, as a
+// command in flight would) and sees every finished batch; without a
+// reader in between, a batch ends open and the next read commits it.
+func TestReadersSkipTheWriteLockBetweenBatches(t *testing.T) {
+	h := newHarness(t)
+	f := h.fsm
+	h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p"}})
+	create := func(id string) *raft.Log {
+		return h.log(CreateBundleType, &CreateBundleRequest{Spec: testBundle(id, "p", testJob("j", 100, 0))})
+	}
+	if res := f.ApplyBatch([]*raft.Log{create("a")})[0].(*Result); res.Err != nil {
+		t.Fatalf("create: %v", res.Err)
+	}
+	if f.State().Bundle("a") == nil { // commits: the batch ended open
+		t.Fatal("a reader after the batch misses its command")
+	}
+	f.ApplyBatch([]*raft.Log{create("b"), create("c")}) // ends committed: a reader came
+	if f.hasOpen.Load() {
+		t.Fatal("a batch after a reader's commit ended open")
+	}
+	f.wmu.Lock()
+	got := make(chan *State, 1)
+	go func() { got <- f.State() }()
+	st := <-got // blocks forever (the test times out) if State takes wmu
+	f.wmu.Unlock()
+	if st.Bundle("b") == nil || st.Bundle("c") == nil {
+		t.Fatal("a lock-free reader misses a finished batch")
+	}
+	f.ApplyBatch([]*raft.Log{create("d")}) // no reader came: ends open
+	if f.visible.Load() >= f.batchEnd.Load() || !f.hasOpen.Load() {
+		t.Fatalf("batch committed with no reader waiting (visible %d, end %d)", f.visible.Load(), f.batchEnd.Load())
+	}
+	if f.State().Bundle("d") == nil {
+		t.Fatal("a reader after an open batch misses its command")
+	}
+}
