@@ -40,7 +40,7 @@ func main() {
 	flag.StringVar(&f.dir, "dir", "", "scratch directory for data (default: a new temp dir, removed afterwards)")
 	flag.BoolVar(&f.keep, "keep", false, "keep the scratch directory")
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	flag.StringVar(&f.waitprof, "waitprofile", "", "write block and mutex profiles of the whole run to this path plus .block and .mutex (where goroutines waited)")
+	flag.StringVar(&f.waitprof, "waitprofile", "", "write block, mutex and allocation profiles of the whole run to this path plus .block, .mutex and .allocs")
 	flag.BoolVar(&f.verbose, "v", false, "log progress at debug level")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -151,13 +151,13 @@ func startProfile(path string) (func(), error) {
 }
 
 // startWaitProfiles records blocking and lock contention from now on; the
-// returned func writes both profiles (errors go to stderr: the numbers of
+// returned func writes them and the allocations (errors go to stderr: the numbers of
 // the run matter more than its profiles).
 func startWaitProfiles(path string) func() {
 	runtime.SetBlockProfileRate(int(time.Microsecond))
 	runtime.SetMutexProfileFraction(10)
 	return func() {
-		for _, name := range []string{"block", "mutex"} {
+		for _, name := range []string{"block", "mutex", "allocs"} {
 			pf, err := os.Create(path + "." + name)
 			if err == nil {
 				err = errors.Join(pprof.Lookup(name).WriteTo(pf, 0), pf.Close())
