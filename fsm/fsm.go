@@ -145,10 +145,10 @@ func (f *FSM) Apply(l *raft.Log) any {
 
 // ApplyBatch implements raft.BatchingFSM. Commands apply in one write
 // transaction that stays open across entries and batches until someone
-// reads (State, Snapshot, Restore and Preview commit it first) or it holds
-// maxOpenCommands: a transaction per command re-copied the upper radix
-// nodes of every index it touched, built each index's writable-node cache
-// afresh and paid a commit, over a third of a create's allocations
+// needs what it holds (State, Snapshot, Restore and Preview commit it) or holds
+// maxOpenCommands: a transaction per command copies the upper B-tree
+// nodes of every table it touches again and pays a commit, where one
+// transaction writes the nodes it already copied in place
 // (docs/performance.md). Each command stays atomic: one that fails without
 // writing leaves the transaction as it was, and one that fails after
 // writing (none does today) or panics makes the FSM redo the open
