@@ -34,6 +34,7 @@ const (
 // are zero when the event was not seen.
 type catchupRun struct {
 	bundles, behind  int           // bundles in all; created while the follower was down
+	elections        int           // leaders elected while loading (a loaded machine)
 	load             time.Duration // creating and placing every bundle
 	leaderSnap       time.Duration // the leader's forced snapshot and compaction
 	followerLast     uint64        // the follower's last log index when stopped
@@ -77,7 +78,10 @@ func (c *catchupCluster) run(ctx context.Context, o Options, bundles int) (catch
 	}
 	start := time.Now()
 	progressf(o, "catchup: %d nodes ready; creating %d bundles", stateNodes, bundles-m.behind)
-	if err := c.load(ctx, leader, 0, bundles-m.behind); err != nil {
+	if err := c.load(ctx, 0, bundles-m.behind); err != nil {
+		return m, err
+	}
+	if leader, err = c.waitLeader(ctx, 60*time.Second); err != nil {
 		return m, err
 	}
 	fi := c.follower(leader)
@@ -86,11 +90,16 @@ func (c *catchupCluster) run(ctx context.Context, o Options, bundles int) (catch
 	if err := follower.Kill(); err != nil {
 		return m, fmt.Errorf("stop follower %s: %w", follower.NodeID(), err)
 	}
-	progressf(o, "catchup: follower %s stopped at index %d; creating %d more bundles", follower.NodeID(), m.followerLast, m.behind)
-	if err := c.load(ctx, leader, bundles-m.behind, bundles); err != nil {
+	progressf(o, "catchup: %d bundles placed in %v; follower %s stopped at index %d; creating %d more",
+		bundles-m.behind, time.Since(start).Round(time.Second), follower.NodeID(), m.followerLast, m.behind)
+	if err := c.load(ctx, bundles-m.behind, bundles); err != nil {
 		return m, err
 	}
 	m.load = time.Since(start)
+	m.elections = len(c.events.since(start, "", msgLeader))
+	if leader, err = c.waitLeader(ctx, 60*time.Second); err != nil {
+		return m, err
+	}
 	if err := c.compact(leader, &m); err != nil {
 		return m, err
 	}
@@ -103,8 +112,12 @@ func (c *catchupCluster) run(ctx context.Context, o Options, bundles int) (catch
 
 // load creates bundles [from, to) and waits until the leader's state
 // shows all of them placed.
-func (c *catchupCluster) load(ctx context.Context, leader *agent.Server, from, to int) error {
-	if err := catchupCreate(ctx, leader, from, to); err != nil {
+func (c *catchupCluster) load(ctx context.Context, from, to int) error {
+	if err := c.create(ctx, from, to); err != nil {
+		return err
+	}
+	leader, err := c.waitLeader(ctx, 60*time.Second)
+	if err != nil {
 		return err
 	}
 	const milli = 750 // what one stateSpec bundle holds once placed

@@ -16,6 +16,7 @@ import (
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // catchupCluster is benchCluster's 3 servers (TCP Raft on loopback, bolt
@@ -26,6 +27,7 @@ type catchupCluster struct {
 	benchCluster
 	cfgs   []agent.Config
 	events *catchupEvents
+	leader atomic.Pointer[agent.Server] // the one creates go to
 }
 
 func startCatchupCluster(ctx context.Context, parent string, logger *slog.Logger) (*catchupCluster, error) {
@@ -116,10 +118,12 @@ func freeLoopbackPort(udp bool) (int, error) {
 	return 0, errors.New("free port: no TCP port with a free UDP twin in 20 tries")
 }
 
-// catchupCreate creates bundles [from, to) of the state suite's shape
+// create creates bundles [from, to) of the state suite's shape
 // through Raft on the leader from 64 goroutines (the cluster suite's client
 // count), so that they share Raft batches; the leader's placer places them.
-func catchupCreate(ctx context.Context, leader *agent.Server, from, to int) error {
+// A create that meets a leader change is sent again to the next leader
+// (the same spec twice is one bundle).
+func (c *catchupCluster) create(ctx context.Context, from, to int) error {
 	var next atomic.Int64
 	next.Store(int64(from) - 1)
 	var wg sync.WaitGroup
@@ -130,14 +134,8 @@ func catchupCreate(ctx context.Context, leader *agent.Server, from, to int) erro
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)); i < to && ctx.Err() == nil; i = int(next.Add(1)) {
-				spec := stateSpec(i)
-				spec.Pool = clusterPool
-				res, err := leader.Store().Apply(ctx, fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec, Now: time.Now().UnixNano()})
-				if err == nil && res.Err != nil {
-					err = res.Err
-				}
-				if err != nil {
-					once.Do(func() { first = fmt.Errorf("create bundle %d: %w", i, err) })
+				if err := c.createOne(ctx, i); err != nil {
+					once.Do(func() { first = err })
 					return
 				}
 			}
@@ -148,4 +146,32 @@ func catchupCreate(ctx context.Context, leader *agent.Server, from, to int) erro
 		return fmt.Errorf("creating bundles: %w", ctx.Err())
 	}
 	return first
+}
+
+func (c *catchupCluster) createOne(ctx context.Context, i int) error {
+	spec := stateSpec(i)
+	spec.Pool = clusterPool
+	var err error
+	for range 5 {
+		leader := c.leader.Load()
+		if leader == nil || !leader.Store().IsLeader() {
+			if leader, err = c.waitLeader(ctx, 60*time.Second); err != nil {
+				break
+			}
+			c.leader.Store(leader)
+		}
+		var res *fsm.Result
+		res, err = leader.Store().Apply(ctx, fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec, Now: time.Now().UnixNano()})
+		if err == nil {
+			err = res.Err
+			break
+		}
+		if !errors.Is(err, raftstore.ErrNotLeader) && !errors.Is(err, raftstore.ErrNoLeader) && !errors.Is(err, raftstore.ErrOutcomeUnknown) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create bundle %d: %w", i, err)
+	}
+	return nil
 }

@@ -10,12 +10,13 @@ import (
 
 // The log lines of hashicorp/raft (v1.7) that mark a snapshot install: the
 // leader's start of the InstallSnapshot RPC and, on the follower, the end
-// of the stream spilled to its snapshot store; and a server's own snapshot
-// and log compaction.
+// of the stream spilled to its snapshot store; a server's log compaction;
+// and an election won.
 const (
 	msgSnapSend      = "installing snapshot on"   // leader; peer, size
 	msgSnapCopied    = "copied to local snapshot" // follower; bytes
 	msgSnapCompacted = "compacting logs"          // any server; from, to
+	msgLeader        = "entering leader state"    // a server won an election
 )
 
 // The leader's complaints about a peer it cannot reach: the suite stops a
@@ -53,13 +54,14 @@ func (e *catchupEvents) record(ev catchupEvent) {
 	e.events = append(e.events, ev)
 }
 
-// since returns the events of node with message msg at or after t.
+// since returns the events of node (any node when "") with message msg at
+// or after t.
 func (e *catchupEvents) since(t time.Time, node, msg string) []catchupEvent {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []catchupEvent
 	for _, ev := range e.events {
-		if !ev.at.Before(t) && ev.node == node && ev.msg == msg {
+		if !ev.at.Before(t) && (node == "" || ev.node == node) && ev.msg == msg {
 			out = append(out, ev)
 		}
 	}
@@ -80,7 +82,7 @@ func (h *catchupHandler) Handle(ctx context.Context, r slog.Record) error {
 	switch r.Message {
 	case msgPeerDown1, msgPeerDown2, msgPeerDown3:
 		return nil // the leader's retries toward the stopped follower, expected here
-	case msgSnapSend, msgSnapCopied, msgSnapCompacted:
+	case msgSnapSend, msgSnapCopied, msgSnapCompacted, msgLeader:
 		attrs := map[string]string{}
 		r.Attrs(func(a slog.Attr) bool {
 			attrs[a.Key] = a.Value.String()
