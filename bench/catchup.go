@@ -40,6 +40,8 @@ type catchupRun struct {
 	followerLast     uint64        // the follower's last log index when stopped
 	compactedTo      uint64        // the leader's log starts after this
 	target           uint64        // the leader's commit index at the restart
+	ownStart, ownEnd time.Duration // the follower's restore of its own snapshot at start
+	ownSize          int64         // that snapshot's bytes
 	opened, sent     time.Duration // server open returned; leader began InstallSnapshot
 	copied, restored time.Duration // snapshot on the follower's disk; its FSM restored from it
 	caughtUp         time.Duration // applied index >= target
@@ -212,6 +214,13 @@ func (c *catchupCluster) timeline(t0 time.Time, leaderID, followerID string, m *
 	}
 	if m.sent == 0 {
 		return errors.New("the leader sent the restarted follower no snapshot: it caught up from the log, which is not what this suite measures")
+	}
+	if evs := c.events.since(t0, followerID, msgOwnRestore); len(evs) > 0 {
+		m.ownStart = evs[0].at.Sub(t0)
+		m.ownSize, _ = strconv.ParseInt(evs[0].attrs["size-in-bytes"], 10, 64) //nolint:errcheck // 0 when absent
+	}
+	if evs := c.events.since(t0, followerID, msgOwnRestored); len(evs) > 0 {
+		m.ownEnd = evs[0].at.Sub(t0)
 	}
 	if evs := c.events.since(t0, followerID, msgSnapCopied); len(evs) > 0 {
 		m.copied = evs[0].at.Sub(t0)

@@ -11,12 +11,14 @@ import (
 // The log lines of hashicorp/raft (v1.7) that mark a snapshot install: the
 // leader's start of the InstallSnapshot RPC and, on the follower, the end
 // of the stream spilled to its snapshot store; a server's log compaction;
-// and an election won.
+// an election won; and a starting server's restore of its own snapshot.
 const (
-	msgSnapSend      = "installing snapshot on"   // leader; peer, size
-	msgSnapCopied    = "copied to local snapshot" // follower; bytes
-	msgSnapCompacted = "compacting logs"          // any server; from, to
-	msgLeader        = "entering leader state"    // a server won an election
+	msgSnapSend      = "installing snapshot on"         // leader; peer, size
+	msgSnapCopied    = "copied to local snapshot"       // follower; bytes
+	msgSnapCompacted = "compacting logs"                // any server; from, to
+	msgLeader        = "entering leader state"          // a server won an election
+	msgOwnRestore    = "starting restore from snapshot" // a starting server; size-in-bytes, last-index
+	msgOwnRestored   = "restored from snapshot"         // a starting server
 )
 
 // The leader's complaints about a peer it cannot reach: the suite stops a
@@ -82,7 +84,7 @@ func (h *catchupHandler) Handle(ctx context.Context, r slog.Record) error {
 	switch r.Message {
 	case msgPeerDown1, msgPeerDown2, msgPeerDown3:
 		return nil // the leader's retries toward the stopped follower, expected here
-	case msgSnapSend, msgSnapCopied, msgSnapCompacted, msgLeader:
+	case msgSnapSend, msgSnapCopied, msgSnapCompacted, msgLeader, msgOwnRestore, msgOwnRestored:
 		attrs := map[string]string{}
 		r.Attrs(func(a slog.Attr) bool {
 			attrs[a.Key] = a.Value.String()

@@ -24,16 +24,24 @@ func catchupRows(m catchupRun) []Result {
 			"created through Raft on the leader from %d goroutines (%d while the follower was down) and placed by the leader's placer on %d nodes, %.0f s, %d leader elections meanwhile",
 			m.target, m.followerLast, m.compactedTo, m.bundles, clusterConc, m.behind, stateNodes, m.load.Seconds(), m.elections),
 	}}
+	if m.opened > 0 {
+		note := "NewServer + Start on the old data dir"
+		if m.ownEnd > m.ownStart && m.ownStart > 0 {
+			note += fmt.Sprintf("; of it, raft restored the follower's own stale snapshot (%.1f MiB) in %.2f s before the leader's could be taken",
+				float64(m.ownSize)/(1<<20), s(m.ownEnd-m.ownStart))
+		}
+		rs = append(rs, Result{Suite: "catchup", Name: "catch-up: follower's server open", Value: s(m.opened), Unit: "s", Note: note})
+	}
 	if m.sent > 0 {
 		rs = append(rs, Result{
 			Suite: "catchup", Name: "catch-up: restart → leader starts InstallSnapshot", Value: s(m.sent), Unit: "s",
-			Note: fmt.Sprintf("the follower's server open took %.2f s (its own snapshot and log); the rest waits on the leader, whose replication to a peer it could not reach backs off", s(m.opened)),
+			Note: "the leader's replication to a peer it could not reach backs off (hashicorp/raft: up to 10.24 s); the follower's transport accepts the RPC before its open finishes",
 		})
 	}
 	if m.copied > 0 && m.sent > 0 {
 		rs = append(rs, Result{
-			Suite: "catchup", Name: "catch-up: snapshot transfer to the follower's disk", Value: s(m.copied - m.sent), Unit: "s",
-			Note: "leader's InstallSnapshot start → follower's copy finished (raft's log lines)",
+			Suite: "catchup", Name: "catch-up: snapshot transfer to the follower's disk", Value: s(m.copied - max(m.sent, m.opened)), Unit: "s",
+			Note: "the later of InstallSnapshot's start and the follower's open → the follower's copy finished (raft's log lines)",
 		})
 	}
 	if m.restored > 0 && m.copied > 0 {
