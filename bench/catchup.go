@@ -35,6 +35,7 @@ const (
 type catchupRun struct {
 	bundles, behind  int           // bundles in all; created while the follower was down
 	elections        int           // leaders elected while loading (a loaded machine)
+	catchupElections int           // leaders elected from the restart to the catch-up
 	load             time.Duration // creating and placing every bundle
 	leaderSnap       time.Duration // the leader's forced snapshot and compaction
 	followerLast     uint64        // the follower's last log index when stopped
@@ -206,6 +207,7 @@ func (c *catchupCluster) restart(ctx context.Context, leader *agent.Server, fi i
 
 // timeline reads the snapshot install's steps from raft's log lines.
 func (c *catchupCluster) timeline(t0 time.Time, leaderID, followerID string, m *catchupRun) error {
+	m.catchupElections = len(c.events.since(t0, "", msgLeader))
 	for _, ev := range c.events.since(t0, leaderID, msgSnapSend) {
 		if ev.attrs["peer"] == followerID {
 			m.sent = ev.at.Sub(t0)

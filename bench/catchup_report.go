@@ -21,8 +21,8 @@ func catchupRows(m catchupRun) []Result {
 		Target: fmt.Sprintf("<= %v", limit), Met: Met(m.caughtUp > 0 && m.caughtUp <= limit),
 		Note: fmt.Sprintf("restart on its old data dir → applied index %d (the leader's commit index at the restart); it was stopped at index %d, "+
 			"the leader's log then compacted to %d; 3 servers, TCP Raft on loopback, bolt on disk, fsync on. Loaded: %d bundles of the state suite's shape "+
-			"created through Raft on the leader from %d goroutines (%d while the follower was down) and placed by the leader's placer on %d nodes, %.0f s, %d leader elections meanwhile",
-			m.target, m.followerLast, m.compactedTo, m.bundles, clusterConc, m.behind, stateNodes, m.load.Seconds(), m.elections),
+			"created through Raft on the leader from %d goroutines (%d while the follower was down) and placed by the leader's placer on %d nodes, %.0f s, %d leader elections meanwhile; %d elections during the catch-up",
+			m.target, m.followerLast, m.compactedTo, m.bundles, clusterConc, m.behind, stateNodes, m.load.Seconds(), m.elections, m.catchupElections),
 	}}
 	if m.opened > 0 {
 		note := "NewServer + Start on the old data dir"
