@@ -127,12 +127,17 @@ func runWrite(ctx context.Context, o Options) ([]Result, error) {
 			meas[r.sys.name][conc] = m
 		}
 	}
+	direct, err := measureDirectAmserver(ctx, o, running)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("amserver direct c=1: %w", err))
+	}
 	var rs []Result
 	for _, sys := range systems {
 		rs = append(rs, rows[sys.name]...)
 	}
 	rs = append(rs, writeRatioRows(meas)...)
 	rs = append(rs, writeGoalRows(meas["amserver"])...)
+	rs = append(rs, writeDirectRows(direct)...)
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
