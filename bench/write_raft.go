@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -30,7 +31,7 @@ func rawRaftWriteSystem() writeSystem {
 type rawRaft struct {
 	nodes   []*raft.Raft
 	closers []func() error
-	leader  *raft.Raft
+	leader  atomic.Pointer[raft.Raft]
 }
 
 func startRawRaft(ctx context.Context, o Options, dir string) (*rawRaft, error) {
@@ -99,7 +100,7 @@ func (r *rawRaft) waitLeader(ctx context.Context) error {
 	for ctx.Err() == nil {
 		for _, n := range r.nodes {
 			if n.State() == raft.Leader && n.Barrier(5*time.Second).Error() == nil {
-				r.leader = n
+				r.leader.Store(n)
 				return nil
 			}
 		}
@@ -111,12 +112,31 @@ func (r *rawRaft) waitLeader(ctx context.Context) error {
 func (r *rawRaft) prepare(int) error { return nil }
 
 // write applies payload bytes on the leader; a bare Raft cluster has no
-// forwarding, so every writer talks to the leader directly.
-func (r *rawRaft) write(_ context.Context, _ int, seq int64) error {
-	if err := r.leader.Apply(writeSpecJSON(seq), 10*time.Second).Error(); err != nil {
-		return fmt.Errorf("raft apply: %w", err)
+// forwarding, so every writer talks to the leader directly. After a
+// leader change it does what amserver's client does with noLeader: waits
+// briefly and sends to the new leader. A write whose leader was lost
+// while it was in flight may or may not commit, so it fails, as
+// amserver's outcome-unknown answer does, and the next goes to the new one.
+func (r *rawRaft) write(ctx context.Context, _ int, seq int64) error {
+	for {
+		err := r.leader.Load().Apply(writeSpecJSON(seq), 10*time.Second).Error()
+		if err == nil {
+			return nil
+		}
+		lost := errors.Is(err, raft.ErrLeadershipLost)
+		if (!lost && !errors.Is(err, raft.ErrNotLeader)) || ctx.Err() != nil {
+			return fmt.Errorf("raft apply: %w", err)
+		}
+		writeSleep(ctx, 25*time.Millisecond)
+		for _, n := range r.nodes {
+			if n.State() == raft.Leader {
+				r.leader.Store(n)
+			}
+		}
+		if lost {
+			return fmt.Errorf("raft apply: %w", err)
+		}
 	}
-	return nil
 }
 
 func (r *rawRaft) close() error {
