@@ -33,6 +33,9 @@ type LoadOptions struct {
 	TimeoutScale float64
 	// ServerArgs are more flags for every server (--http-max-expensive 1).
 	ServerArgs []string
+	// ProfileDir, when set, receives CPU, heap and goroutine profiles of
+	// every server, taken during the read load (load_profile.go).
+	ProfileDir string
 	Progress   func(format string, args ...any)
 }
 
@@ -49,7 +52,7 @@ func RunLoad(ctx context.Context, o LoadOptions) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale, o.ServerArgs)
+	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale, o.ServerArgs, o.ProfileDir != "")
 	if c != nil {
 		defer c.stop()
 	}
@@ -110,6 +113,9 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	}
 	wg.Go(func() { writer(pctx, c, o.WriteRate, prefix, &p.writes) })
 	wg.Go(func() { prober(pctx, leader, 50*time.Millisecond, &p.health) })
+	if clients > 0 && o.ProfileDir != "" {
+		wg.Go(func() { takeProfiles(pctx, c, leader, d, o.ProfileDir, o.Progress) })
+	}
 	var samples []uint64
 	var changes atomic.Int64
 	wg.Go(func() { samples = sampleLeader(pctx, c, leader, &changes) })

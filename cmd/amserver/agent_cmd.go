@@ -44,6 +44,7 @@ type agentFlags struct {
 	provisionerAllow   []string
 	provisionTimeout   time.Duration
 	logLevel           string
+	pprofAddr          string
 	config             string
 	// fixed are the flags the command line or the environment set: a
 	// reload of the config file (SIGHUP) leaves them as they are.
@@ -110,6 +111,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.IntVar(&f.maxProvisioned, "max-provisioned-nodes", 0, "server: cap on nodes elastic pools may provision, spawning ones included, across every pool (0 = none)")
 	fl.DurationVar(&f.provisionTimeout, "provision-timeout", 2*time.Minute, "server: bound on one call of an elastic pool's provisioner (retried with backoff)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.pprofAddr, "pprof-addr", "", "server: serve Go runtime profiles (/debug/pprof/) at this address, without ACLs (off when empty; use a loopback address)")
 	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
 	f.registerServerTuning(fl)
 	f.inventory.register(fl)
@@ -144,6 +146,11 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	stopPprof, err := servePprof(ctx, f.pprofAddr, logger)
+	if err != nil {
+		return badFlags(err)
+	}
+	defer stopPprof()
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
