@@ -16,6 +16,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/worker"
 )
 
@@ -39,6 +40,7 @@ type agentFlags struct {
 	deleteTimeout      time.Duration
 	maxExpensive       int
 	maxExpensiveCaller int
+	expensiveYield     float64
 	maxProvisioned     int
 	allowExec          bool
 	provisionerAllow   []string
@@ -127,6 +129,7 @@ func (f *agentFlags) registerServerTuning(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
 	fl.IntVar(&f.maxExpensive, "http-max-expensive", 0, "server: expensive API requests (lists, event replays, plans) built and sent at once; more wait up to 5s, then get 429 (0: one per core, at least 2)")
 	fl.IntVar(&f.maxExpensiveCaller, "http-max-expensive-per-caller", 0, "server: of those, how many one token (or, without one, one client address) may have (0: a quarter of them, at least 1)")
+	fl.Float64Var(&f.expensiveYield, "http-expensive-yield", httpapi.DefaultWriteLatencyFactor, "server: expensive requests yield to writes: while the median latency of the writes through this server is past this multiple of its lowest in the last minute, each expensive slot rests between uses, its share of the time halving every half second down to 1/32 (0: off)")
 }
 
 func newLogger(level string) *slog.Logger {
