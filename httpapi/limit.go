@@ -100,8 +100,8 @@ func (l *limiter) acquire(ctx context.Context, caller string, patient bool) (fun
 	}
 	select {
 	case l.slots <- struct{}{}:
-		start := time.Now()
-		return func() { l.release(caller, cs, time.Since(start)) }, nil
+		start := l.now()
+		return func() { l.release(caller, cs, l.now().Sub(start)) }, nil
 	case <-deadline:
 		<-cs.sem
 		l.leave(caller, cs)
@@ -123,6 +123,14 @@ func (l *limiter) release(caller string, cs *callerSlots, busy time.Duration) {
 		return
 	}
 	<-l.slots
+}
+
+// now is the admission controller's clock (tests move it), else the time.
+func (l *limiter) now() time.Time {
+	if l.admit != nil {
+		return l.admit.now()
+	}
+	return time.Now()
 }
 
 // queue counts a waiter in (+1) or out (-1); false when the queue is full.

@@ -103,6 +103,7 @@ type Server struct {
 	admit          *admission // shared with limits
 	logStreams     logStreams
 	shared         *sharedAnswers
+	eventLines     *eventLines
 	maxScan        int // rows a list page examines at most (list.go)
 	peers          atomic.Pointer[peerSample]
 	peersBusy      atomic.Bool
@@ -128,7 +129,7 @@ func New(cfg Config) *Server {
 		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive, grace: cfg.ShutdownGrace,
 		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
 		admit:  newAdmission(max(cfg.WriteLatencyFactor, 0), defaultAdmitWindow, nil),
-		shared: newSharedAnswers(), maxScan: defaultMaxScan,
+		shared: newSharedAnswers(), eventLines: newEventLines(defaultEventLines), maxScan: defaultMaxScan,
 	}
 	s.limits.admit = s.admit
 	e := echo.New()
