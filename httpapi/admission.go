@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Writes before expensive reads. On two shared cores, 2,000 read clients
@@ -123,4 +125,15 @@ func (a *admission) decide() {
 		return
 	}
 	a.share = min(1, a.share+defaultShareStep)
+}
+
+// registerShare exports the share as a gauge, so an operator sees when
+// reads are held back for writes.
+func registerShare(reg prometheus.Registerer, a *admission) error {
+	_, err := register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "amserver_http_expensive_share",
+		Help: "Fraction of each expensive-request slot's time that expensive requests may use now: " +
+			"1 unless the writes through this server slowed down (--http-expensive-yield).",
+	}, a.Share))
+	return err
 }

@@ -137,6 +137,9 @@ func New(cfg Config) *Server {
 	e.HTTPErrorHandler = s.handleError
 	if cfg.Registerer != nil {
 		m, err := newRequestMetrics(cfg.Registerer, e)
+		if err == nil {
+			err = registerShare(cfg.Registerer, s.admit)
+		}
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: register metrics: %v", err))
 		}
