@@ -88,6 +88,7 @@ type phase struct {
 	alarmsErr      error        // the counters could not be read: the figure is unknown
 	counts         loadCounts
 	took           time.Duration
+	atLeader       serverWrites // the creates as the leader timed them
 }
 
 // runPhase runs writes (and clients readers, when > 0) for the phase's
@@ -100,6 +101,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	}
 	term0, _ := c.term(ctx)
 	alarms0, err0 := c.alarms(ctx)
+	writes0, _ := scrapeServerWrites(ctx, leader, c.mgmt)
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -128,6 +130,9 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	term1, _ := c.term(ctx)
 	alarms1, err1 := c.alarms(ctx)
 	p.alarms, p.alarmsErr = alarms1.since(alarms0), errors.Join(err0, err1)
+	if writes1, err := scrapeServerWrites(ctx, leader, c.mgmt); err == nil {
+		p.atLeader = writes1.since(writes0)
+	}
 	p.elections, p.leaderChanges = term1-min(term0, term1), int(changes.Load())
 	slices.Sort(samples)
 	if len(samples) > 0 {
@@ -166,6 +171,25 @@ func (l *latencies) q(p float64) time.Duration {
 	s := slices.Clone(l.d)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// over counts the samples longer than d.
+func (l *latencies) over(d time.Duration) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, x := range l.d {
+		if x > d {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *latencies) n() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -228,9 +252,12 @@ func loadResults(o LoadOptions, idle, loaded *phase) []Result {
 			Note: fmt.Sprintf("every 50 ms; idle p99 %.1f ms; %d failed", ms(idle.health.q(0.99)), loaded.health.failed)},
 		{Suite: "load", Name: name("write p99 under load / idle"), Value: ratio, Unit: "ratio", Target: "<= 2x",
 			Met: Met(ratio <= loadWriteRatio),
-			Note: fmt.Sprintf("creates at %d/s: p99 %.1f ms under load, %.1f ms idle (p50 %.1f / %.1f); %d and %d failed",
+			Note: fmt.Sprintf("creates at %d/s: p99 %.1f ms under load, %.1f ms idle (p50 %.1f / %.1f); %d and %d failed; "+
+				"over 100 ms: %d of %d under load and %d of %d idle at the clients, %.0f of %.0f and %.0f of %.0f at the leader",
 				o.WriteRate, ms(loaded.writes.q(0.99)), ms(idle.writes.q(0.99)), ms(loaded.writes.q(0.5)), ms(idle.writes.q(0.5)),
-				loaded.writes.failed, idle.writes.failed)},
+				loaded.writes.failed, idle.writes.failed, loaded.writes.over(100*time.Millisecond), loaded.writes.n(),
+				idle.writes.over(100*time.Millisecond), idle.writes.n(),
+				loaded.atLeader.slow, loaded.atLeader.total, idle.atLeader.slow, idle.atLeader.total)},
 		{Suite: "load", Name: name("reads served"), Value: float64(loaded.counts.pages.Load()) / loaded.took.Seconds(), Unit: "pages/s",
 			Note: fmt.Sprintf("%.0f MiB received, %d event lines, %d blocking queries woken, %d failed",
 				float64(loaded.counts.bytes.Load())/(1<<20), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(), loaded.counts.failed.Load())},
