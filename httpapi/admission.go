@@ -34,6 +34,9 @@ const (
 	// minTarget keeps a very fast disk's floor from turning scheduling
 	// noise into a backoff.
 	minTarget = 2 * time.Millisecond
+	// maxRest bounds a slot's rest: a request that held its slot for
+	// long mostly waited on a slow client, not on the CPU.
+	maxRest = 4 * defaultAdmitWindow
 )
 
 // admission is the controller: observe feeds it write latencies, cooldown
@@ -79,7 +82,7 @@ func (a *admission) cooldown(busy time.Duration) time.Duration {
 	if a.share >= 1 {
 		return 0
 	}
-	return time.Duration(float64(busy) * (1/a.share - 1))
+	return min(maxRest, time.Duration(float64(busy)*(1/a.share-1)))
 }
 
 // Share is the fraction of each slot's time expensive work may use now.

@@ -100,6 +100,9 @@ func TestAdmissionCooldown(t *testing.T) {
 	if got, want := a.cooldown(ms(100)), ms(300); got != want {
 		t.Fatalf("quarter share: rest %v, want %v", got, want)
 	}
+	if got := a.cooldown(time.Minute); got != maxRest {
+		t.Fatalf("a slot held for a minute rests %v, want the bound %v", got, maxRest)
+	}
 	var off *admission
 	if off.cooldown(time.Second) != 0 || off.Share() != 1 {
 		t.Fatal("no controller must mean no rest")
