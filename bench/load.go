@@ -89,6 +89,8 @@ type phase struct {
 	counts         loadCounts
 	took           time.Duration
 	atLeader       serverWrites // the creates as the leader timed them
+	shares         shareSamples // the servers' expensive-request share
+	sharesNote     string
 }
 
 // runPhase runs writes (and clients readers, when > 0) for the phase's
@@ -121,6 +123,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	var samples []uint64
 	var changes atomic.Int64
 	wg.Go(func() { samples = sampleLeader(pctx, c, leader, &changes) })
+	wg.Go(func() { sampleShares(pctx, c, &p.shares) })
 	start := time.Now()
 	wg.Wait()
 	if readers != nil {
@@ -130,6 +133,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	term1, _ := c.term(ctx)
 	alarms1, err1 := c.alarms(ctx)
 	p.alarms, p.alarmsErr = alarms1.since(alarms0), errors.Join(err0, err1)
+	p.sharesNote = p.shares.String(c, leader)
 	if writes1, err := scrapeServerWrites(ctx, leader, c.mgmt); err == nil {
 		p.atLeader = writes1.since(writes0)
 	}
@@ -259,8 +263,9 @@ func loadResults(o LoadOptions, idle, loaded *phase) []Result {
 				idle.writes.over(100*time.Millisecond), idle.writes.n(),
 				loaded.atLeader.slow, loaded.atLeader.total, idle.atLeader.slow, idle.atLeader.total)},
 		{Suite: "load", Name: name("reads served"), Value: float64(loaded.counts.pages.Load()) / loaded.took.Seconds(), Unit: "pages/s",
-			Note: fmt.Sprintf("%.0f MiB received, %d event lines, %d blocking queries woken, %d failed",
-				float64(loaded.counts.bytes.Load())/(1<<20), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(), loaded.counts.failed.Load())},
+			Note: fmt.Sprintf("%.0f MiB received, %d event lines, %d blocking queries woken, %d failed; expensive share: %s",
+				float64(loaded.counts.bytes.Load())/(1<<20), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(), loaded.counts.failed.Load(),
+				loaded.sharesNote)},
 		{Suite: "load", Name: name("reads turned away (429)"), Value: 100 * float64(loaded.counts.tooMany.Load()) / float64(max(total, 1)), Unit: "%",
 			Note: fmt.Sprintf("%d of %d list and stream requests; the clients waited Retry-After and came back", loaded.counts.tooMany.Load(), total)},
 	}
