@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
@@ -16,6 +17,13 @@ const timerScanInterval = time.Second
 // time, so a stale or early command changes nothing.
 type timers struct {
 	l *Leader
+	// What the last pass found, to skip the next ones that cannot find
+	// anything: the bundles table's index, the earliest startAt/stopAt
+	// still ahead, and whether any batch bundle (whose timers the FSM
+	// keeps to itself) exists.
+	seen  uint64
+	next  int64
+	batch bool
 }
 
 func (t *timers) Name() string { return "timers" }
@@ -35,45 +43,65 @@ func (t *timers) Run(ctx context.Context) {
 
 // pass fires every startAt and stopAt due at the leader's clock, and the
 // batch timers: restarts whose delay passed, finished bundles whose
-// ttlAfterFinished did. It reads the bundles once, as they are stored,
-// rather than copying the list twice; it still reads every bundle each
-// second (with 100,000 bundles, about a fifth of a loaded leader's CPU in
-// issue 21's load test: an index of bundles by their next timer in fsm
-// would end that).
+// ttlAfterFinished did. Reading every bundle each second was a fifth of a
+// loaded leader's CPU at 100,000 bundles (issue 21), so a pass reads them
+// only when the bundles changed, a startAt or stopAt came due, a batch
+// bundle exists, or the last pass proposed something (which may have
+// failed to commit).
 func (t *timers) pass(ctx context.Context) {
 	st, now := t.l.store.State(), t.l.clock.Now().UnixNano()
-	timerReq, batchReq := dueAt(st, now)
-	if timerReq != nil {
-		t.l.applyLogged(ctx, fsm.TimerType, timerReq)
+	idx := st.Index(timerTables...)
+	if idx == t.seen && !t.batch && now < t.next {
+		return // nothing can have come due
 	}
-	if batchReq != nil {
-		t.l.applyLogged(ctx, fsm.BatchTimerType, batchReq)
+	d := dueAt(st, now)
+	t.seen, t.next, t.batch = idx, d.next, d.batch
+	if d.timers != nil {
+		t.l.applyLogged(ctx, fsm.TimerType, d.timers)
+		t.seen = 0
 	}
+	if d.batchReq != nil {
+		t.l.applyLogged(ctx, fsm.BatchTimerType, d.batchReq)
+		t.seen = 0
+	}
+}
+
+// timerTables hold what the timers read: a change there may bring a
+// timer forward.
+var timerTables = []string{"bundles"}
+
+// due is what one read of the bundles found at now: the requests to
+// propose (nil when none), the earliest startAt/stopAt after now
+// (math.MaxInt64 when none) and whether any bundle is a batch.
+type due struct {
+	timers   *fsm.TimerRequest
+	batchReq *fsm.BatchTimerRequest
+	next     int64
+	batch    bool
 }
 
 // dueAt lists what is due at now: startAt and stopAt timers, and batch
 // restarts and expiries, in one read of the bundles.
-func dueAt(st *fsm.State, now int64) (*fsm.TimerRequest, *fsm.BatchTimerRequest) {
-	timerReq := &fsm.TimerRequest{Now: now}
-	batchReq := &fsm.BatchTimerRequest{Now: now}
+func dueAt(st *fsm.State, now int64) due {
+	d := due{timers: &fsm.TimerRequest{Now: now}, batchReq: &fsm.BatchTimerRequest{Now: now}, next: math.MaxInt64}
 	for b := range st.BundlesAfter("", "") {
-		addDueTimers(timerReq, b, now)
-		addDueBatch(batchReq, b, now)
+		d.next = min(d.next, addDueTimers(d.timers, b, now))
+		d.batch = d.batch || b.Spec.IsBatch()
+		addDueBatch(d.batchReq, b, now)
 	}
-	if len(timerReq.Start) == 0 && len(timerReq.Stop) == 0 {
-		timerReq = nil
+	if len(d.timers.Start) == 0 && len(d.timers.Stop) == 0 {
+		d.timers = nil
 	}
-	if len(batchReq.Restart) == 0 && len(batchReq.Expire) == 0 {
-		batchReq = nil
+	if len(d.batchReq.Restart) == 0 && len(d.batchReq.Expire) == 0 {
+		d.batchReq = nil
 	}
-	return timerReq, batchReq
+	return d
 }
 
 // dueBatch lists the batch jobs due for a restart and the finished batch
 // bundles due for deletion at now.
 func dueBatch(st *fsm.State, now int64) *fsm.BatchTimerRequest {
-	_, req := dueAt(st, now)
-	return req
+	return dueAt(st, now).batchReq
 }
 
 func addDueBatch(req *fsm.BatchTimerRequest, b *fsm.Bundle, now int64) {
@@ -87,12 +115,23 @@ func addDueBatch(req *fsm.BatchTimerRequest, b *fsm.Bundle, now int64) {
 }
 
 // addDueTimers names b when its effective start or stop (startAt and
-// stopAt, moved by their jobs' template launch times) has passed at now.
-func addDueTimers(req *fsm.TimerRequest, b *fsm.Bundle, now int64) {
-	if b.State == fsm.StateScheduled && b.Spec.EffectiveStart() <= now {
-		req.Start = append(req.Start, b.ID())
+// stopAt, moved by their jobs' template launch times) has passed at now,
+// and returns the earliest of them still ahead (math.MaxInt64: none).
+func addDueTimers(req *fsm.TimerRequest, b *fsm.Bundle, now int64) int64 {
+	next := int64(math.MaxInt64)
+	if b.State == fsm.StateScheduled {
+		if start := b.Spec.EffectiveStart(); start <= now {
+			req.Start = append(req.Start, b.ID())
+		} else {
+			next = start
+		}
 	}
-	if stop := b.Spec.EffectiveStop(); !b.Deleting && stop != 0 && stop <= now {
-		req.Stop = append(req.Stop, b.ID())
+	if stop := b.Spec.EffectiveStop(); !b.Deleting && stop != 0 {
+		if stop <= now {
+			req.Stop = append(req.Stop, b.ID())
+		} else {
+			next = min(next, stop)
+		}
 	}
+	return next
 }
