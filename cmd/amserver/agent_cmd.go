@@ -178,7 +178,7 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 // defaultHeapHeadroomMiB is off: in issue 21's load test a 256 MiB
 // headroom cut the leader's resident set by about 100 MiB, but its
 // collector took half as much CPU again, and four of five runs with it lost
-// a heartbeat (elections, members declared down) against none of four
+// a heartbeat (elections, members declared down) against one of seven
 // without (docs/performance.md, "Load held").
 const defaultHeapHeadroomMiB = 0
 
