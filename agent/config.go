@@ -67,6 +67,9 @@ type Config struct {
 	// in all and per token or client address (httpapi's defaults when 0).
 	MaxExpensive          int
 	MaxExpensivePerCaller int
+	// WriteLatencyFactor makes expensive requests yield to writes (see
+	// httpapi.Config; httpapi's default when 0, off when negative).
+	WriteLatencyFactor float64
 	// QuorumSize is the voter count dead-server cleanup never goes below;
 	// defaults to BootstrapExpect (or 1).
 	QuorumSize int

@@ -87,6 +87,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 		ACLEnabled: cfg.ACL.Enabled, UI: ui.Handler(), ForwardTLS: s.forwardTLS(), ForwardClient: deps.HTTPClient,
 		ShutdownGrace: httpShutdownGrace,
 		MaxExpensive:  cfg.MaxExpensive, MaxExpensivePerCaller: cfg.MaxExpensivePerCaller,
+		WriteLatencyFactor: cfg.WriteLatencyFactor,
 	})
 	return s, nil
 }

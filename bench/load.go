@@ -33,6 +33,9 @@ type LoadOptions struct {
 	TimeoutScale float64
 	// ServerArgs are more flags for every server (--http-max-expensive 1).
 	ServerArgs []string
+	// ProfileDir, when set, receives CPU, heap and goroutine profiles of
+	// every server, taken during the read load (load_profile.go).
+	ProfileDir string
 	Progress   func(format string, args ...any)
 }
 
@@ -49,7 +52,7 @@ func RunLoad(ctx context.Context, o LoadOptions) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale, o.ServerArgs)
+	c, err := startLoadCluster(ctx, bin, o.Dir, o.Servers, o.ReadTokens, o.TimeoutScale, o.ServerArgs, o.ProfileDir != "")
 	if c != nil {
 		defer c.stop()
 	}
@@ -85,6 +88,9 @@ type phase struct {
 	alarmsErr      error        // the counters could not be read: the figure is unknown
 	counts         loadCounts
 	took           time.Duration
+	atLeader       serverWrites // the creates as the leader timed them
+	shares         shareSamples // the servers' expensive-request share
+	sharesNote     string
 }
 
 // runPhase runs writes (and clients readers, when > 0) for the phase's
@@ -97,6 +103,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	}
 	term0, _ := c.term(ctx)
 	alarms0, err0 := c.alarms(ctx)
+	writes0, _ := scrapeServerWrites(ctx, leader, c.mgmt)
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -110,9 +117,13 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	}
 	wg.Go(func() { writer(pctx, c, o.WriteRate, prefix, &p.writes) })
 	wg.Go(func() { prober(pctx, leader, 50*time.Millisecond, &p.health) })
+	if clients > 0 && o.ProfileDir != "" {
+		wg.Go(func() { takeProfiles(pctx, c, leader, d, o.ProfileDir, o.Progress) })
+	}
 	var samples []uint64
 	var changes atomic.Int64
 	wg.Go(func() { samples = sampleLeader(pctx, c, leader, &changes) })
+	wg.Go(func() { sampleShares(pctx, c, &p.shares) })
 	start := time.Now()
 	wg.Wait()
 	if readers != nil {
@@ -122,6 +133,10 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	term1, _ := c.term(ctx)
 	alarms1, err1 := c.alarms(ctx)
 	p.alarms, p.alarmsErr = alarms1.since(alarms0), errors.Join(err0, err1)
+	p.sharesNote = p.shares.String(c, leader)
+	if writes1, err := scrapeServerWrites(ctx, leader, c.mgmt); err == nil {
+		p.atLeader = writes1.since(writes0)
+	}
 	p.elections, p.leaderChanges = term1-min(term0, term1), int(changes.Load())
 	slices.Sort(samples)
 	if len(samples) > 0 {
@@ -160,6 +175,25 @@ func (l *latencies) q(p float64) time.Duration {
 	s := slices.Clone(l.d)
 	slices.Sort(s)
 	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// over counts the samples longer than d.
+func (l *latencies) over(d time.Duration) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, x := range l.d {
+		if x > d {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *latencies) n() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -222,12 +256,16 @@ func loadResults(o LoadOptions, idle, loaded *phase) []Result {
 			Note: fmt.Sprintf("every 50 ms; idle p99 %.1f ms; %d failed", ms(idle.health.q(0.99)), loaded.health.failed)},
 		{Suite: "load", Name: name("write p99 under load / idle"), Value: ratio, Unit: "ratio", Target: "<= 2x",
 			Met: Met(ratio <= loadWriteRatio),
-			Note: fmt.Sprintf("creates at %d/s: p99 %.1f ms under load, %.1f ms idle (p50 %.1f / %.1f); %d and %d failed",
+			Note: fmt.Sprintf("creates at %d/s: p99 %.1f ms under load, %.1f ms idle (p50 %.1f / %.1f); %d and %d failed; "+
+				"over 100 ms: %d of %d under load and %d of %d idle at the clients, %.0f of %.0f and %.0f of %.0f at the leader",
 				o.WriteRate, ms(loaded.writes.q(0.99)), ms(idle.writes.q(0.99)), ms(loaded.writes.q(0.5)), ms(idle.writes.q(0.5)),
-				loaded.writes.failed, idle.writes.failed)},
+				loaded.writes.failed, idle.writes.failed, loaded.writes.over(100*time.Millisecond), loaded.writes.n(),
+				idle.writes.over(100*time.Millisecond), idle.writes.n(),
+				loaded.atLeader.slow, loaded.atLeader.total, idle.atLeader.slow, idle.atLeader.total)},
 		{Suite: "load", Name: name("reads served"), Value: float64(loaded.counts.pages.Load()) / loaded.took.Seconds(), Unit: "pages/s",
-			Note: fmt.Sprintf("%.0f MiB received, %d event lines, %d blocking queries woken, %d failed",
-				float64(loaded.counts.bytes.Load())/(1<<20), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(), loaded.counts.failed.Load())},
+			Note: fmt.Sprintf("%.0f MiB received, %d event lines, %d blocking queries woken, %d failed; expensive share: %s",
+				float64(loaded.counts.bytes.Load())/(1<<20), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(), loaded.counts.failed.Load(),
+				loaded.sharesNote)},
 		{Suite: "load", Name: name("reads turned away (429)"), Value: 100 * float64(loaded.counts.tooMany.Load()) / float64(max(total, 1)), Unit: "%",
 			Note: fmt.Sprintf("%d of %d list and stream requests; the clients waited Retry-After and came back", loaded.counts.tooMany.Load(), total)},
 	}

@@ -23,7 +23,10 @@ import (
 type loadServer struct {
 	id   string
 	http string // http://127.0.0.1:port
-	cmd  *exec.Cmd
+	// pprof is the server's runtime profiles' address (http://...), when
+	// the test takes profiles.
+	pprof string
+	cmd   *exec.Cmd
 }
 
 type loadCluster struct {
@@ -65,12 +68,12 @@ func freePorts(n int) ([]int, error) {
 
 // startLoadCluster starts n servers with ACLs on: a management token and
 // readTokens read tokens, and logs under dir.
-func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, timeoutScale float64, extra []string) (*loadCluster, error) {
+func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, timeoutScale float64, extra []string, pprof bool) (*loadCluster, error) {
 	c := &loadCluster{mgmt: "load-management-secret-0001"}
 	for i := range readTokens {
 		c.read = append(c.read, fmt.Sprintf("load-read-secret-%04d", i))
 	}
-	ports, err := freePorts(3 * n)
+	ports, err := freePorts(4 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +86,11 @@ func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, t
 			"--acl-enabled", "--log-level", "warn"}
 		for _, r := range c.read {
 			args = append(args, "--acl-token", "read:"+r)
+		}
+		pprofURL := ""
+		if pprof {
+			addr := "127.0.0.1:" + strconv.Itoa(ports[3*n+i])
+			args, pprofURL = append(args, "--pprof-addr", addr), "http://"+addr
 		}
 		args = append(args, extra...)
 		cmd := exec.CommandContext(ctx, bin, args...)
@@ -97,7 +105,7 @@ func startLoadCluster(ctx context.Context, bin, dir string, n, readTokens int, t
 		if err := cmd.Start(); err != nil {
 			return c, fmt.Errorf("start %s: %w", id, err)
 		}
-		c.servers = append(c.servers, &loadServer{id: id, http: "http://127.0.0.1:" + strconv.Itoa(ports[3*i]), cmd: cmd})
+		c.servers = append(c.servers, &loadServer{id: id, http: "http://127.0.0.1:" + strconv.Itoa(ports[3*i]), pprof: pprofURL, cmd: cmd})
 	}
 	return c, c.waitLeader(ctx, 60*time.Second)
 }

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -87,15 +89,25 @@ func (s *Server) writeMW(next echo.HandlerFunc) echo.HandlerFunc {
 		if _, err := bodyBytes(c); err != nil {
 			return err
 		}
-		if !s.b.IsLeader() {
-			return s.forward(c, true)
-		}
-		err := next(c)
-		if errors.Is(err, raftstore.ErrNotLeader) && !c.Response().Committed {
-			return s.forward(c, true)
+		start := time.Now()
+		err := s.leadOrForward(c, next)
+		if err == nil && c.Response().Status < http.StatusInternalServerError {
+			s.admit.observe(time.Since(start)) // expensive reads yield when writes slow down
 		}
 		return err
 	}
+}
+
+// leadOrForward applies a write here as leader, or forwards it.
+func (s *Server) leadOrForward(c echo.Context, next echo.HandlerFunc) error {
+	if !s.b.IsLeader() {
+		return s.forward(c, true)
+	}
+	err := next(c)
+	if errors.Is(err, raftstore.ErrNotLeader) && !c.Response().Committed {
+		return s.forward(c, true)
+	}
+	return err
 }
 
 // streamWriteMW is writeMW for bodies too large to buffer (snapshot

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,5 +229,53 @@ func TestEventsStartAndReplay(t *testing.T) {
 	}
 	if ev := replay.nextEvent(t, 10*time.Second); ev.Index != want {
 		t.Fatalf("after the replay: %+v, want index %d", ev, want)
+	}
+}
+
+// TestEventLines: an event's line is encoded once and reused while the
+// event at that position is the same; another event there (after a
+// restore) gets its own line; past the bound, the lines of events the
+// state no longer holds are dropped.
+func TestEventLines(t *testing.T) {
+	e := leaderEnv(t)
+	seedCluster(t, e.b)
+	for i := range 8 {
+		cordon(t, e.b, i%2 == 0)
+	}
+	st := e.b.State()
+	events := st.Events(0, 0)
+	l := newEventLines(len(events))
+	first, err := l.lines(st, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := l.lines(st, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range events {
+		if &first[i][0] != &again[i][0] {
+			t.Fatalf("event %d encoded twice", i)
+		}
+		var got api.Event
+		if err := json.Unmarshal(first[i], &got); err != nil || got.Index != events[i].Index || got.Message != events[i].Message {
+			t.Fatalf("line %d is %q (%v), want event %+v", i, first[i], err, events[i])
+		}
+	}
+	other := events[0]
+	other.Message = "restored from another snapshot"
+	lines, err := l.lines(st, []fsm.Event{other})
+	if err != nil || !strings.Contains(string(lines[0]), other.Message) {
+		t.Fatalf("a different event at a kept position got %q, %v", lines[0], err)
+	}
+	stale := fsm.Event{Index: 1, Seq: 99, Type: "old", Message: "pruned long ago"}
+	if events[0].Index <= stale.Index {
+		t.Fatalf("seeded events start at %d, the test needs them above 1", events[0].Index)
+	}
+	if _, err := l.lines(st, []fsm.Event{stale}); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := l.kept[eventKey{index: 1, seq: 99}]; kept || len(l.kept) > l.max {
+		t.Fatalf("past the bound: %d lines kept (max %d), the pruned event's kept: %v", len(l.kept), l.max, kept)
 	}
 }

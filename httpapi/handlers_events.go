@@ -2,15 +2,10 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/amserver/amserver/fsm"
 )
 
 // eventPage bounds the events one read of the log takes: a stream that
@@ -24,9 +19,9 @@ const eventPage = 256
 // time (replaying the whole log at once for each of 2,000 streams cost the
 // leader its elections). Every batch a stream sends, replayed or new,
 // holds one of the expensive-request slots while it is read and sent, so a
-// write that wakes thousands of streams wakes them a few at a time. Streams
-// at the same position share one encoding of what follows it. A page never
-// splits the events of one raft entry.
+// write that wakes thousands of streams wakes them a few at a time. Each
+// event is encoded once for all streams (eventLines). A page never splits
+// the events of one raft entry.
 func (s *Server) streamEvents(c echo.Context) error {
 	cursor, replay, err := uintParam(c, "index")
 	if err != nil {
@@ -78,20 +73,26 @@ type eventBatch struct {
 	index uint64
 }
 
-// sendEvents sends the page after cursor (shared with every stream at the
-// same position), each write bounded by writeTimeout.
+// sendEvents sends the page after cursor, each event's line encoded once
+// for every stream (eventLines), each write bounded by writeTimeout.
 func (s *Server) sendEvents(c echo.Context, rc *http.ResponseController, cursor uint64) (eventBatch, error) {
+	if err := c.Request().Context().Err(); err != nil {
+		return eventBatch{}, err
+	}
 	st := s.b.State()
 	index := st.Index(tableEvents)
-	key := "events after " + strconv.FormatUint(cursor, 10)
-	a, err := s.shared.get(c.Request().Context(), key, index, func() (answer, error) { return encodeEvents(st, cursor) })
+	events := st.EventsPage(cursor, eventPage)
+	lines, err := s.eventLines.lines(st, events)
 	if err != nil {
 		return eventBatch{}, err
 	}
-	next, _ := strconv.ParseUint(a.next, 10, 64)
-	if len(a.body) > 0 {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		if _, err := c.Response().Write(a.body); err != nil {
+	next := cursor
+	if len(events) > 0 {
+		next = events[len(events)-1].Index
+	}
+	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	for _, line := range lines {
+		if _, err := c.Response().Write(line); err != nil {
 			return eventBatch{}, err
 		}
 	}
@@ -126,20 +127,4 @@ func (s *Server) awaitEvents(ctx context.Context, w *echo.Response, rc *http.Res
 			return false
 		}
 	}
-}
-
-// encodeEvents encodes the page of events after cursor as NDJSON lines;
-// next is the cursor after them (cursor itself when there are none).
-func encodeEvents(st *fsm.State, cursor uint64) (answer, error) {
-	var buf []byte
-	next := cursor
-	for _, e := range st.EventsPage(cursor, eventPage) {
-		line, err := json.Marshal(eventToAPI(e))
-		if err != nil {
-			return answer{}, fmt.Errorf("encode event %d: %w", e.Index, err)
-		}
-		buf = append(append(buf, line...), '\n')
-		next = e.Index
-	}
-	return answer{body: buf, next: strconv.FormatUint(next, 10)}, nil
 }

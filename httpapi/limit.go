@@ -52,17 +52,26 @@ type limiter struct {
 	slots     chan struct{}
 	perCaller int
 	wait      time.Duration
+	// admit, when set, makes a slot rest after each use (admission.go).
+	admit *admission
 
 	mu      sync.Mutex
-	held    map[string]int // slots held (and waited for) per caller
+	callers map[string]*callerSlots
 	waiting int
-	freed   chan struct{} // closed and replaced whenever a caller's slot is freed
+}
+
+// callerSlots are one caller's share of the slots: a semaphore, so a slot
+// the caller frees wakes one of its waiters, not all of them (a broadcast
+// to hundreds of waiters of one token cost the leader a fifth of its CPU).
+type callerSlots struct {
+	sem  chan struct{}
+	refs int // holders and waiters
 }
 
 func newLimiter(total, perCaller int, wait time.Duration) *limiter {
 	return &limiter{
 		slots: make(chan struct{}, total), perCaller: perCaller, wait: wait,
-		held: map[string]int{}, freed: make(chan struct{}),
+		callers: map[string]*callerSlots{},
 	}
 }
 
@@ -79,19 +88,49 @@ func (l *limiter) acquire(ctx context.Context, caller string, patient bool) (fun
 		return nil, tooMany("too many requests are waiting for this server; retry later")
 	}
 	defer l.queue(-1)
-	if err := l.enter(ctx, caller, deadline); err != nil {
-		return nil, err
+	cs := l.join(caller)
+	select {
+	case cs.sem <- struct{}{}:
+	case <-deadline:
+		l.leave(caller, cs)
+		return nil, tooMany("this caller already has %d expensive requests in flight; retry later", l.perCaller)
+	case <-ctx.Done():
+		l.leave(caller, cs)
+		return nil, ctx.Err()
 	}
 	select {
 	case l.slots <- struct{}{}:
-		return func() { <-l.slots; l.leave(caller) }, nil
+		start := l.now()
+		return func() { l.release(caller, cs, l.now().Sub(start)) }, nil
 	case <-deadline:
-		l.leave(caller)
+		<-cs.sem
+		l.leave(caller, cs)
 		return nil, tooMany("the server is busy with other expensive requests; retry later")
 	case <-ctx.Done():
-		l.leave(caller)
+		<-cs.sem
+		l.leave(caller, cs)
 		return nil, ctx.Err()
 	}
+}
+
+// release gives back a slot held for busy: at once, or after the rest the
+// admission controller asks for.
+func (l *limiter) release(caller string, cs *callerSlots, busy time.Duration) {
+	<-cs.sem
+	l.leave(caller, cs)
+	if rest := l.admit.cooldown(busy); rest > 0 {
+		time.AfterFunc(rest, func() { <-l.slots })
+		return
+	}
+	<-l.slots
+}
+
+// now is the admission controller's clock (tests move it), else the time.
+func (l *limiter) now() time.Time {
+	if l.admit != nil {
+		return l.admit.now()
+	}
+	return time.Now()
 }
 
 // queue counts a waiter in (+1) or out (-1); false when the queue is full.
@@ -105,34 +144,26 @@ func (l *limiter) queue(delta int) bool {
 	return true
 }
 
-// enter counts caller in, waiting while it is at its own limit.
-func (l *limiter) enter(ctx context.Context, caller string, deadline <-chan time.Time) error {
+// join counts caller's request in and returns its semaphore.
+func (l *limiter) join(caller string) *callerSlots {
 	l.mu.Lock()
-	for l.held[caller] >= l.perCaller {
-		freed := l.freed
-		l.mu.Unlock()
-		select {
-		case <-freed:
-		case <-deadline:
-			return tooMany("this caller already has %d expensive requests in flight; retry later", l.perCaller)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		l.mu.Lock()
+	defer l.mu.Unlock()
+	cs := l.callers[caller]
+	if cs == nil {
+		cs = &callerSlots{sem: make(chan struct{}, l.perCaller)}
+		l.callers[caller] = cs
 	}
-	l.held[caller]++
-	l.mu.Unlock()
-	return nil
+	cs.refs++
+	return cs
 }
 
-func (l *limiter) leave(caller string) {
+// leave counts caller's request out, forgetting a caller with none left.
+func (l *limiter) leave(caller string, cs *callerSlots) {
 	l.mu.Lock()
-	if l.held[caller]--; l.held[caller] <= 0 {
-		delete(l.held, caller)
+	defer l.mu.Unlock()
+	if cs.refs--; cs.refs <= 0 {
+		delete(l.callers, caller)
 	}
-	close(l.freed)
-	l.freed = make(chan struct{})
-	l.mu.Unlock()
 }
 
 func tooMany(format string, args ...any) error {

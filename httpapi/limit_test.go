@@ -121,8 +121,8 @@ func TestLimiterReleases(t *testing.T) {
 	})
 	release()
 	wg.Wait()
-	if l.waiting != 0 || len(l.held) != 0 || len(l.slots) != 0 {
-		t.Fatalf("limiter not back to idle: waiting %d, held %v, slots %d", l.waiting, l.held, len(l.slots))
+	if l.waiting != 0 || len(l.callers) != 0 || len(l.slots) != 0 {
+		t.Fatalf("limiter not back to idle: waiting %d, callers %v, slots %d", l.waiting, l.callers, len(l.slots))
 	}
 }
 

@@ -186,7 +186,12 @@ func TestMetricsSharedRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fams) != 0 {
-		t.Fatalf("nothing was requested, yet %d families", len(fams))
+	for _, f := range fams {
+		if f.GetName() != "amserver_http_expensive_share" {
+			t.Fatalf("nothing was requested, yet %s", f.GetName())
+		}
+		if got := f.GetMetric()[0].GetGauge().GetValue(); got != 1 {
+			t.Fatalf("expensive share %v with no load, want 1", got)
+		}
 	}
 }

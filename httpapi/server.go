@@ -77,6 +77,12 @@ type Config struct {
 	MaxExpensive          int
 	MaxExpensivePerCaller int
 	QueueWait             time.Duration
+	// WriteLatencyFactor makes expensive requests yield to writes
+	// (admission.go): when the median latency of the writes through this
+	// server passes this multiple of its lowest median of the last minute,
+	// expensive work gets a shrinking share of each slot's time. 0 takes
+	// DefaultWriteLatencyFactor; a negative value turns it off.
+	WriteLatencyFactor float64
 }
 
 // Server is the HTTP API of one amserver server.
@@ -94,8 +100,10 @@ type Server struct {
 	keepAlive      time.Duration
 	grace          time.Duration
 	limits         *limiter
+	admit          *admission // shared with limits
 	logStreams     logStreams
 	shared         *sharedAnswers
+	eventLines     *eventLines
 	maxScan        int // rows a list page examines at most (list.go)
 	peers          atomic.Pointer[peerSample]
 	peersBusy      atomic.Bool
@@ -120,13 +128,18 @@ func New(cfg Config) *Server {
 		acl: cfg.ACLEnabled, aclRules: map[string]aclRule{},
 		metricsHandler: cfg.Metrics, keepAlive: cfg.KeepAlive, grace: cfg.ShutdownGrace,
 		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
-		shared: newSharedAnswers(), maxScan: defaultMaxScan,
+		admit:  newAdmission(max(cfg.WriteLatencyFactor, 0), defaultAdmitWindow, nil),
+		shared: newSharedAnswers(), eventLines: newEventLines(defaultEventLines), maxScan: defaultMaxScan,
 	}
+	s.limits.admit = s.admit
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	if cfg.Registerer != nil {
 		m, err := newRequestMetrics(cfg.Registerer, e)
+		if err == nil {
+			err = registerShare(cfg.Registerer, s.admit)
+		}
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: register metrics: %v", err))
 		}
@@ -176,6 +189,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.MaxExpensivePerCaller <= 0 {
 		cfg.MaxExpensivePerCaller = min(DefaultMaxExpensivePerCaller(), cfg.MaxExpensive)
+	}
+	if cfg.WriteLatencyFactor == 0 {
+		cfg.WriteLatencyFactor = DefaultWriteLatencyFactor
 	}
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = defaultQueueWait

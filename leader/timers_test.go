@@ -3,6 +3,7 @@ package leader
 import (
 	"archive/tar"
 	"bytes"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -111,4 +112,47 @@ func (r *fsmRig) pushTemplate(t *testing.T, name string) {
 	}
 	r.ok(fsm.PutTemplateType, &fsm.PutTemplateRequest{Name: name, Digest: info.Digest, Runtime: info.Runtime,
 		Files: info.Files, Archive: buf.Bytes()})
+}
+
+// TestTimersSkip: a pass skips reading the bundles only while nothing can
+// have come due: a bundle created since the last pass is read even though
+// no startAt was ahead then, and a startAt that was ahead fires once the
+// clock reaches it though nothing changed.
+func TestTimersSkip(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 100, 1, fsm.NodeUnknown)
+	tm := &timers{l: e.l}
+	tm.pass(e.ctx)
+	if tm.next != math.MaxInt64 || tm.batch {
+		t.Fatalf("no bundles: next %d, batch %v", tm.next, tm.batch)
+	}
+	e.create(timedSpec(t, e, time.Minute, 0, false))
+	e.store.take()
+	e.clock.advance(2 * time.Minute) // due, and the table changed since the pass
+	tm.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 1 || ps[0].typ != fsm.TimerType {
+		t.Fatalf("a bundle created after a pass: proposed %v, want one Timer", typesOf(ps))
+	}
+	e.create(timedSpec2(t, e, "c", time.Minute))
+	e.store.take()
+	tm.pass(e.ctx)
+	if want := e.clock.Now().Add(time.Minute).UnixNano(); tm.next != want {
+		t.Fatalf("next %d, want c's startAt %d", tm.next, want)
+	}
+	tm.pass(e.ctx) // nothing changed, nothing due
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("proposed %v before anything was due", typesOf(ps))
+	}
+	e.clock.advance(time.Minute)
+	tm.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 1 || ps[0].typ != fsm.TimerType {
+		t.Fatalf("c's startAt reached: proposed %v, want one Timer", typesOf(ps))
+	}
+}
+
+// timedSpec2 is timedSpec's startAt bundle under another id.
+func timedSpec2(t *testing.T, e *env, id string, start time.Duration) fsm.BundleSpec {
+	s := timedSpec(t, e, start, 0, false)
+	s.ID = id
+	return s
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/httpapi"
+	"github.com/amserver/amserver/internal/memlimit"
 	"github.com/amserver/amserver/worker"
 )
 
@@ -39,11 +41,14 @@ type agentFlags struct {
 	deleteTimeout      time.Duration
 	maxExpensive       int
 	maxExpensiveCaller int
+	expensiveYield     float64
+	heapHeadroomMiB    int
 	maxProvisioned     int
 	allowExec          bool
 	provisionerAllow   []string
 	provisionTimeout   time.Duration
 	logLevel           string
+	pprofAddr          string
 	config             string
 	// fixed are the flags the command line or the environment set: a
 	// reload of the config file (SIGHUP) leaves them as they are.
@@ -110,6 +115,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.IntVar(&f.maxProvisioned, "max-provisioned-nodes", 0, "server: cap on nodes elastic pools may provision, spawning ones included, across every pool (0 = none)")
 	fl.DurationVar(&f.provisionTimeout, "provision-timeout", 2*time.Minute, "server: bound on one call of an elastic pool's provisioner (retried with backoff)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.pprofAddr, "pprof-addr", "", "server: serve Go runtime profiles (/debug/pprof/) at this address, without ACLs (off when empty; use a loopback address)")
 	fl.StringVar(&f.config, "config", "", "JSON or YAML file of flag values (command-line flags win)")
 	f.registerServerTuning(fl)
 	f.inventory.register(fl)
@@ -125,6 +131,8 @@ func (f *agentFlags) registerServerTuning(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
 	fl.IntVar(&f.maxExpensive, "http-max-expensive", 0, "server: expensive API requests (lists, event replays, plans) built and sent at once; more wait up to 5s, then get 429 (0: one per core, at least 2)")
 	fl.IntVar(&f.maxExpensiveCaller, "http-max-expensive-per-caller", 0, "server: of those, how many one token (or, without one, one client address) may have (0: a quarter of them, at least 1)")
+	fl.IntVar(&f.heapHeadroomMiB, "heap-headroom-mib", defaultHeapHeadroomMiB, "server: let the Go heap grow at most this far past what the last collection found live (a soft memory limit that follows the state) before collecting again; GOGC still applies below it. It trades the collector's CPU for memory (0: off, as is a GOMEMLIMIT in the environment)")
+	fl.Float64Var(&f.expensiveYield, "http-expensive-yield", httpapi.DefaultWriteLatencyFactor, "server: expensive requests yield to writes: while the median latency of the writes through this server is past this multiple of its lowest in the last minute, each expensive slot rests between uses, its share of the time halving every half second down to 1/32 (0: off)")
 }
 
 func newLogger(level string) *slog.Logger {
@@ -144,6 +152,12 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	memlimit.Start(ctx, uint64(max(f.heapHeadroomMiB, 0))<<20, logger)
+	stopPprof, err := servePprof(ctx, f.pprofAddr, logger)
+	if err != nil {
+		return badFlags(err)
+	}
+	defer stopPprof()
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
@@ -160,6 +174,13 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	defer cancel()
 	return srv.Shutdown(sctx)
 }
+
+// defaultHeapHeadroomMiB is off: in issue 21's load test a 256 MiB
+// headroom cut the leader's resident set by about 100 MiB, but its
+// collector took half as much CPU again, and four of five runs with it lost
+// a heartbeat (elections, members declared down) against one of seven
+// without (docs/performance.md, "Load held").
+const defaultHeapHeadroomMiB = 0
 
 // shutdownBudget is how long SIGTERM may take: hand leadership over,
 // leave gossip, let requests in flight finish, stop Raft.

@@ -69,7 +69,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
 		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
-		MaxExpensive: f.maxExpensive, MaxExpensivePerCaller: f.maxExpensiveCaller,
+		MaxExpensive: f.maxExpensive, MaxExpensivePerCaller: f.maxExpensiveCaller, WriteLatencyFactor: yieldFactor(f.expensiveYield),
 		Elastic: agent.ElasticConfig{MaxProvisionedNodes: f.maxProvisioned, CallTimeout: f.provisionTimeout, AllowExec: f.allowExec,
 			AllowHosts: f.provisionerAllow},
 		Gossip: gc, ACL: acl, TLS: f.security.tlsFiles(), Logger: logger,
@@ -256,4 +256,13 @@ func setFlag(flags *pflag.FlagSet, fl *pflag.Flag, v any) error {
 		}
 	}
 	return nil
+}
+
+// yieldFactor maps --http-expensive-yield to httpapi's setting, where 0
+// means the default and a negative value off.
+func yieldFactor(f float64) float64 {
+	if f <= 0 {
+		return -1
+	}
+	return f
 }

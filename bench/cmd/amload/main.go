@@ -40,6 +40,7 @@ func main() {
 	flag.Float64Var(&o.TimeoutScale, "timeout-scale", o.TimeoutScale, "the servers' --timeout-scale")
 	serverArgs := flag.String("server-args", "", "more flags for every server, space-separated (\"--http-max-expensive 1\")")
 	root := flag.String("root", "..", "the repository root (its cmd/amserver is built)")
+	flag.StringVar(&o.ProfileDir, "profile", "", "a directory for CPU, heap and goroutine profiles of every server, taken a third of the way into the read load")
 	keep := flag.Bool("keep", false, "keep the scratch directory (binary, data, server logs)")
 	flag.Parse()
 	if *short {

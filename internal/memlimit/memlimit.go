@@ -1,0 +1,101 @@
+// Package memlimit bounds how far a server's Go heap grows past its live
+// part. The Go collector lets the heap grow to twice what was live after
+// the last collection (GOGC=100): with a 500 MB state that is 500 MB of
+// garbage before a collection starts, the resident set a read load adds.
+// Keeper sets the runtime's soft memory limit to the live heap plus the
+// runtime's other memory plus a fixed headroom after every collection, so
+// a large state collects once that headroom is used and a small one still
+// follows GOGC (its goal is below the limit). The limit follows the live
+// heap up and down, so a state that grows never runs into it for long.
+// It trades the collector's CPU for memory: with a 500 MB live heap and a
+// 256 MiB headroom the leader collected about half as often again, and on
+// two shared cores that cost heartbeats (docs/performance.md), so servers
+// run it only when asked (--heap-headroom-mib).
+package memlimit
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// Sample is what the keeper reads from the runtime.
+type Sample struct {
+	Cycles  uint64 // completed collections
+	Live    uint64 // heap marked live by the last collection
+	NonHeap uint64 // runtime memory other than the heap (stacks, metadata)
+}
+
+// Limit is the soft limit for a sample: live + non-heap + headroom.
+func Limit(s Sample, headroom uint64) int64 {
+	return int64(s.Live + s.NonHeap + headroom)
+}
+
+var names = []string{
+	"/gc/cycles/total:gc-cycles",
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+}
+
+// Read samples the runtime.
+func Read() Sample {
+	ms := make([]metrics.Sample, len(names))
+	for i, n := range names {
+		ms[i].Name = n
+	}
+	metrics.Read(ms)
+	v := func(i int) uint64 {
+		if ms[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return ms[i].Value.Uint64()
+	}
+	total, heap := v(2), v(3)+v(4)+v(5)+v(6)
+	return Sample{Cycles: v(0), Live: v(1), NonHeap: total - min(total, heap)}
+}
+
+// Keeper keeps the soft memory limit at the live heap plus Headroom.
+type Keeper struct {
+	Headroom uint64
+	Every    time.Duration // how often it looks for a finished collection
+	Read     func() Sample
+	Set      func(int64) int64 // debug.SetMemoryLimit
+}
+
+// Start runs a keeper with headroom until ctx ends; headroom 0, or a
+// GOMEMLIMIT in the environment (the operator's choice), leaves the
+// runtime's limit alone.
+func Start(ctx context.Context, headroom uint64, logger *slog.Logger) {
+	if headroom == 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	logger.Info("heap headroom: the soft memory limit follows the live heap", "headroom_mib", headroom>>20)
+	k := &Keeper{Headroom: headroom, Every: 100 * time.Millisecond, Read: Read, Set: debug.SetMemoryLimit}
+	go k.Run(ctx)
+}
+
+// Run sets the limit after every collection until ctx ends, then lifts it.
+func (k *Keeper) Run(ctx context.Context) {
+	tick := time.NewTicker(k.Every)
+	defer tick.Stop()
+	defer k.Set(int64(^uint64(0) >> 1)) // no limit: the runtime's default
+	var seen uint64
+	for {
+		if s := k.Read(); s.Cycles != seen {
+			seen = s.Cycles
+			k.Set(Limit(s, k.Headroom))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package memlimit
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/internal/poll"
+)
+
+// TestKeeperFollowsCollections: the limit is set once per finished
+// collection, to live + non-heap + headroom, and lifted when the keeper
+// stops.
+func TestKeeperFollowsCollections(t *testing.T) {
+	samples := []Sample{
+		{Cycles: 1, Live: 100, NonHeap: 10},
+		{Cycles: 1, Live: 100, NonHeap: 10}, // no new collection: not set again
+		{Cycles: 2, Live: 300, NonHeap: 20},
+		{Cycles: 3, Live: 50, NonHeap: 20}, // the state shrank: so does the limit
+	}
+	var mu sync.Mutex
+	var set []int64
+	next := 0
+	k := &Keeper{Headroom: 1000, Every: time.Millisecond,
+		Read: func() Sample {
+			mu.Lock()
+			defer mu.Unlock()
+			s := samples[min(next, len(samples)-1)]
+			next++
+			return s
+		},
+		Set: func(v int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, v); return 0 },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	poll.Eventually(t, 10*time.Second, "every sample read", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return poll.Check(next > len(samples), "%d of %d samples read", next, len(samples))
+	})
+	cancel()
+	<-done
+	want := []int64{1110, 1320, 1070, int64(^uint64(0) >> 1)}
+	if !slices.Equal(set, want) {
+		t.Fatalf("limits set %v, want %v", set, want)
+	}
+}
+
+// TestReadSamplesTheRuntime: the runtime's metrics are found (a live heap
+// after a collection, memory besides the heap).
+func TestReadSamplesTheRuntime(t *testing.T) {
+	keep := make([]byte, 8<<20)
+	runtime.GC()
+	s := Read()
+	if s.Cycles == 0 || s.Live < uint64(len(keep)) || s.NonHeap == 0 {
+		t.Fatalf("sample %+v after a collection with 8 MiB live", s)
+	}
+	runtime.KeepAlive(keep)
+}
