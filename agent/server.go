@@ -327,7 +327,19 @@ func (s *Server) stop(ctx context.Context) error {
 	if s.gossip != nil {
 		errs = append(errs, s.gossip.Shutdown())
 	}
-	errs = append(errs, s.store.Shutdown())
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.store.Shutdown() }()
+	select {
+	case err := <-stopped:
+		errs = append(errs, err)
+	case <-ctx.Done():
+		// Raft is still stopping (a snapshot being written, a peer that
+		// does not answer) and the budget is spent: the process exits
+		// anyway, which to Raft is a crash its synced log survives.
+		// Closing the stores under it would only fail its goroutines.
+		s.logger.Error("raft did not stop within the shutdown budget; leaving it", "err", ctx.Err())
+		return errors.Join(append(errs, fmt.Errorf("raft shutdown: %w", ctx.Err()))...)
+	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
