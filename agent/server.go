@@ -337,8 +337,7 @@ func (s *Server) stop(ctx context.Context) error {
 		// does not answer) and the budget is spent: the process exits
 		// anyway, which to Raft is a crash its synced log survives.
 		// Closing the stores under it would only fail its goroutines.
-		s.logger.Error("raft did not stop within the shutdown budget; leaving it", "err", ctx.Err())
-		return errors.Join(append(errs, fmt.Errorf("raft shutdown: %w", ctx.Err()))...)
+		return errors.Join(append(errs, fmt.Errorf("raft did not stop within the shutdown budget, left running: %w", ctx.Err()))...)
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
