@@ -145,6 +145,49 @@ func (b *Bundle) DueRestarts(now int64) []SlotJobRef {
 	return out
 }
 
+// NextTimer is the earliest time at which the leader's timers have
+// something to do for b (0: nothing, ever, until b changes): its effective
+// start while scheduled, its effective stop, a placed batch job's restart,
+// a finished batch bundle's expiry. Times before 1 count as 1: due.
+// The "timer" index orders bundles by it, so the timers read the due ones
+// instead of every bundle each second (issue 21).
+func (b *Bundle) NextTimer() int64 {
+	var next int64
+	consider := func(t int64) {
+		if t = max(t, 1); next == 0 || t < next {
+			next = t
+		}
+	}
+	if b.State == StateScheduled {
+		consider(b.Spec.EffectiveStart())
+	}
+	if stop := b.Spec.EffectiveStop(); !b.Deleting && stop != 0 {
+		consider(stop)
+	}
+	if b.Spec.IsBatch() && b.Outcome == "" && !b.Deleting {
+		for _, r := range b.Replicas {
+			for _, j := range r.Jobs {
+				if j.RestartAt != 0 && j.Placed() {
+					consider(j.RestartAt)
+				}
+			}
+		}
+	}
+	if b.Outcome != "" && !b.Deleting && b.Spec.TTLAfterFinished > 0 {
+		consider(b.FinishTime + b.Spec.TTLAfterFinished)
+	}
+	return next
+}
+
+// timerKey is NextTimer as an index value: zero-padded, so string order is
+// time order.
+func timerKey(b *Bundle) string {
+	if t := b.NextTimer(); t > 0 {
+		return fmt.Sprintf("%020d", t)
+	}
+	return ""
+}
+
 // Expired reports whether a finished batch bundle's ttlAfterFinished has
 // passed at now.
 func (b *Bundle) Expired(now int64) bool {

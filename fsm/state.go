@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"iter"
 	"strings"
 
 	"github.com/amserver/amserver/internal/rowstore"
@@ -92,6 +93,22 @@ func (s *State) Bundles(pool, state string) []*Bundle {
 		}
 	}
 	return out
+}
+
+// BundlesByTimer yields the bundles that have a timer (Bundle.NextTimer),
+// earliest first; the leader's timers stop at the first one ahead.
+func (s *State) BundlesByTimer() iter.Seq[*Bundle] {
+	return func(yield func(*Bundle) bool) {
+		it, err := s.txn.All(tableBundles, "timer")
+		if err != nil {
+			return
+		}
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			if !yield(raw.(*Bundle)) {
+				return
+			}
+		}
+	}
 }
 
 // BundlesInState returns the bundles in any of the given states, sorted by id

@@ -18,12 +18,9 @@ const timerScanInterval = time.Second
 type timers struct {
 	l *Leader
 	// What the last pass found, to skip the next ones that cannot find
-	// anything: the bundles table's index, the earliest startAt/stopAt
-	// still ahead, and whether any batch bundle (whose timers the FSM
-	// keeps to itself) exists.
-	seen  uint64
-	next  int64
-	batch bool
+	// anything: the bundles table's index and the earliest timer ahead.
+	seen uint64
+	next int64
 }
 
 func (t *timers) Name() string { return "timers" }
@@ -44,19 +41,18 @@ func (t *timers) Run(ctx context.Context) {
 // pass fires every startAt and stopAt due at the leader's clock, and the
 // batch timers: restarts whose delay passed, finished bundles whose
 // ttlAfterFinished did. Reading every bundle each second was a fifth of a
-// loaded leader's CPU at 100,000 bundles (issue 21), so a pass reads them
-// only when the bundles changed, a startAt or stopAt came due, a batch
-// bundle exists, or the last pass proposed something (which may have
-// failed to commit). While bundles are written every second that is every
-// pass: only an index in fsm of bundles by their next timer would do better.
+// loaded leader's CPU at 100,000 bundles (issue 21): a pass reads the
+// bundles' timer index up to the first timer ahead, and only when the
+// bundles changed, that timer came due, or the last pass proposed
+// something (which may have failed to commit).
 func (t *timers) pass(ctx context.Context) {
 	st, now := t.l.store.State(), t.l.clock.Now().UnixNano()
 	idx := st.Index(timerTables...)
-	if idx == t.seen && !t.batch && now < t.next {
+	if idx == t.seen && now < t.next {
 		return // nothing can have come due
 	}
 	d := dueAt(st, now)
-	t.seen, t.next, t.batch = idx, d.next, d.batch
+	t.seen, t.next = idx, d.next
 	if d.timers != nil {
 		t.l.applyLogged(ctx, fsm.TimerType, d.timers)
 		t.seen = 0
@@ -71,23 +67,25 @@ func (t *timers) pass(ctx context.Context) {
 // timer forward.
 var timerTables = []string{"bundles"}
 
-// due is what one read of the bundles found at now: the requests to
-// propose (nil when none), the earliest startAt/stopAt after now
-// (math.MaxInt64 when none) and whether any bundle is a batch.
+// due is what one read of the timer index found at now: the requests to
+// propose (nil when none) and the earliest timer after now (math.MaxInt64
+// when none).
 type due struct {
 	timers   *fsm.TimerRequest
 	batchReq *fsm.BatchTimerRequest
 	next     int64
-	batch    bool
 }
 
 // dueAt lists what is due at now: startAt and stopAt timers, and batch
-// restarts and expiries, in one read of the bundles.
+// restarts and expiries, from the bundles whose next timer has passed.
 func dueAt(st *fsm.State, now int64) due {
 	d := due{timers: &fsm.TimerRequest{Now: now}, batchReq: &fsm.BatchTimerRequest{Now: now}, next: math.MaxInt64}
-	for b := range st.BundlesAfter("", "") {
-		d.next = min(d.next, addDueTimers(d.timers, b, now))
-		d.batch = d.batch || b.Spec.IsBatch()
+	for b := range st.BundlesByTimer() {
+		if at := b.NextTimer(); at > now {
+			d.next = at
+			break
+		}
+		addDueTimers(d.timers, b, now)
 		addDueBatch(d.batchReq, b, now)
 	}
 	if len(d.timers.Start) == 0 && len(d.timers.Stop) == 0 {
