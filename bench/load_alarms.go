@@ -44,20 +44,26 @@ func (c *loadCluster) alarms(ctx context.Context) (gossipAlarms, error) {
 }
 
 func scrapeAlarms(ctx context.Context, url, token string) (gossipAlarms, error) {
+	return scrapeMetrics(ctx, url, token, parseAlarms)
+}
+
+// scrapeMetrics reads a server's /metrics page (url) with parse.
+func scrapeMetrics[T any](ctx context.Context, url, token string, parse func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return gossipAlarms{}, err
+		return zero, err
 	}
 	req.Header.Set(api.HeaderToken, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return gossipAlarms{}, err
+		return zero, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return gossipAlarms{}, fmt.Errorf("GET /metrics: %s", resp.Status)
+		return zero, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	return parseAlarms(resp.Body)
+	return parse(resp.Body)
 }
 
 // parseAlarms sums the suspect and dead counters of a Prometheus text page

@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/amserver/amserver/api"
 )
 
 // The leader's own view of the creates (amserver_http_request_duration_seconds
@@ -25,20 +22,7 @@ func (a serverWrites) since(b serverWrites) serverWrites {
 }
 
 func scrapeServerWrites(ctx context.Context, s *loadServer, token string) (serverWrites, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.http+"/metrics", nil)
-	if err != nil {
-		return serverWrites{}, err
-	}
-	req.Header.Set(api.HeaderToken, token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return serverWrites{}, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return serverWrites{}, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return parseServerWrites(resp.Body)
+	return scrapeMetrics(ctx, s.http+"/metrics", token, parseServerWrites)
 }
 
 // parseServerWrites reads the create route's buckets at 0.1 s and +Inf.

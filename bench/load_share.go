@@ -3,14 +3,13 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/amserver/amserver/api"
 )
 
 // The servers' amserver_http_expensive_share (httpapi/admission.go),
@@ -44,26 +43,24 @@ func sampleShares(ctx context.Context, c *loadCluster, out *shareSamples) {
 }
 
 func scrapeShare(ctx context.Context, s *loadServer, token string) (float64, bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.http+"/metrics", nil)
-	if err != nil {
-		return 0, false
-	}
-	req.Header.Set(api.HeaderToken, token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, false
-	}
-	defer func() { _ = resp.Body.Close() }()
-	sc := bufio.NewScanner(resp.Body)
+	v, err := scrapeMetrics(ctx, s.http+"/metrics", token, parseShare)
+	return v, err == nil
+}
+
+// parseShare reads the expensive-request share gauge.
+func parseShare(r io.Reader) (float64, error) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
 		if line := sc.Text(); metricIs(line, "amserver_http_expensive_share") {
 			fields := strings.Fields(line)
-			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-			return v, err == nil
+			return strconv.ParseFloat(fields[len(fields)-1], 64)
 		}
 	}
-	return 0, false
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("no amserver_http_expensive_share on the page")
 }
 
 // String is each server's mean and lowest share, leader marked.
