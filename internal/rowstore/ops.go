@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/tidwall/btree"
 )
 
 var errEnded = errors.New("rowstore: write after the transaction ended")
@@ -39,7 +41,7 @@ func (t *Txn) Insert(table string, obj any) error {
 		}
 		for _, v := range after {
 			if ix.Unique {
-				t.dropOther(sec, v, id)
+				dropOther(sec, v, id)
 			}
 			sec.Set(entry{key: v, id: id})
 		}
@@ -48,10 +50,7 @@ func (t *Txn) Insert(table string, obj any) error {
 }
 
 // dropOther removes a unique index's entry for value held by another row.
-func (t *Txn) dropOther(sec interface {
-	Ascend(entry, func(entry) bool)
-	Delete(entry) (entry, bool)
-}, value, id string) {
+func dropOther(sec *btree.BTreeG[entry], value, id string) {
 	var stale []entry
 	sec.Ascend(entry{key: value}, func(e entry) bool {
 		if e.key != value {
