@@ -25,7 +25,7 @@ type placer struct {
 	// change had them in the queue, with when they may search again. The
 	// change was spent on a Place that could not succeed, so without
 	// this they would wait for another one however long the pause is.
-	deferred map[string]time.Time
+	deferred *deferrals
 	// scannedAt and scannedChange record the last pass that looked at the
 	// unplaceable bundles, and the cluster (nodes, pools) index it saw.
 	scannedAt     time.Time
@@ -151,9 +151,9 @@ func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
 	}
 	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {
 		if p.deferred == nil {
-			p.deferred = map[string]time.Time{}
+			p.deferred = newDeferrals()
 		}
-		p.deferred[b.ID()] = last.Add(preemptRetry)
+		p.deferred.Add(b.ID(), last.Add(preemptRetry))
 		return false
 	}
 	if *budget == 0 {
@@ -163,7 +163,9 @@ func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
 		p.tried = map[string]time.Time{}
 	}
 	p.tried[b.ID()] = now
-	delete(p.deferred, b.ID())
+	if p.deferred != nil {
+		p.deferred.Remove(b.ID())
+	}
 	*budget--
 	return true
 }
@@ -189,29 +191,17 @@ func (p *placer) pruneTried(now time.Time) {
 // longer need a search. A bundle stays deferred until it is searched
 // (mayPreempt), so one that loses this pass's budget comes back next pass.
 func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time) []*fsm.Bundle {
-	if len(p.deferred) == 0 {
+	if p.deferred == nil || p.deferred.Len() == 0 {
 		return queue
 	}
 	queued := make(map[string]bool, len(queue))
 	for _, b := range queue {
 		queued[b.ID()] = true
 	}
-	var due []*fsm.Bundle
-	for id, at := range p.deferred {
-		b := st.Bundle(id)
-		switch {
-		case b == nil || b.State != fsm.StateUnplaceable || b.Spec.EffectiveBand() >= fsm.Band(fsm.PriorityBronze):
-			delete(p.deferred, id)
-		case now.Before(at) || queued[id]:
-		default:
-			due = append(due, b)
-		}
-	}
+	due := p.deferred.Due(st.Bundle, now, preemptPerPass, func(id string) bool { return queued[id] })
 	if len(due) == 0 {
 		return queue
 	}
-	sortByBand(due)
-	due = due[:min(len(due), preemptPerPass)]
 	queue = append(queue, due...)
 	sortByBand(queue)
 	return queue
