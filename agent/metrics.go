@@ -88,26 +88,9 @@ func (m *metrics) handler() http.Handler {
 }
 
 // committed counts the events of the command committed at index, on the
-// leader that proposed it. Events are read in growing pages: a plan of many
-// parts records many events under one index, and reading every event after
-// it would copy the whole tail on a busy leader.
+// leader that proposed it.
 func (m *metrics) committed(st *fsm.State, index uint64) {
-	for limit := 64; ; limit *= 4 {
-		evs := st.Events(index-1, limit)
-		n := 0
-		for _, e := range evs {
-			if e.Index != index {
-				break
-			}
-			n++
-		}
-		if n < limit {
-			for _, e := range evs[:n] {
-				m.count(e.Type)
-			}
-			return
-		}
-	}
+	st.EventTypesAt(index, m.count)
 }
 
 func (m *metrics) count(typ string) {

@@ -85,3 +85,35 @@ func TestEventsPage(t *testing.T) {
 		}
 	}
 }
+
+// TestEventTypesAt: the types of exactly the events one raft entry
+// recorded, in order, for every index the log holds (none for an index
+// without events, or past the end).
+func TestEventTypesAt(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n", "p", "az1", "c1", 100000, 64))
+	plan := &Plan{}
+	for _, id := range []string{"a", "b", "c"} {
+		h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle(id, "p", testJob("j", 100, 0))})
+		plan.Parts = append(plan.Parts, PlanPart{Updates: []BundleUpdate{{BundleID: id, Place: []Place{
+			{Slot: 0, Job: "j", Node: "n", Grant: ledger.Grant{Capacity: 100}}}}}})
+	}
+	h.ok(ApplyPlanType, plan)
+	st := h.fsm.State()
+	want := map[uint64][]string{}
+	var last uint64
+	for _, e := range st.Events(0, 0) {
+		want[e.Index] = append(want[e.Index], e.Type)
+		last = e.Index
+	}
+	if len(want[last]) != 3 {
+		t.Fatalf("want the plan's entry to hold 3 events, have %v", want[last])
+	}
+	for index := range last + 2 {
+		var got []string
+		st.EventTypesAt(index, func(typ string) { got = append(got, typ) })
+		if !slices.Equal(got, want[index]) {
+			t.Errorf("index %d: %v, want %v", index, got, want[index])
+		}
+	}
+}

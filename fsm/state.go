@@ -183,6 +183,25 @@ func (s *State) Events(afterIndex uint64, limit int) []Event {
 	return out
 }
 
+// EventTypesAt calls fn with the type of every event committed at index,
+// in order, without copying the events: the leader counts them per commit.
+func (s *State) EventTypesAt(index uint64, fn func(typ string)) {
+	if index == 0 {
+		return
+	}
+	it, err := s.txn.LowerBound(tableEvents, "id", eventID(index, 0))
+	if err != nil {
+		return
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		e := &raw.(*eventRow).Event
+		if e.Index != index {
+			return
+		}
+		fn(e.Type)
+	}
+}
+
 // Index returns the highest last-change index among the given tables (all
 // tables when none are named).
 func (s *State) Index(tables ...string) uint64 {

@@ -177,6 +177,11 @@ func (c Config) memberlistConfig(h *hooks, logger *log.Logger) *memberlist.Confi
 	mc.RetransmitMult = c.RetransmitMult
 	mc.DeadNodeReclaimTime = c.DeadNodeReclaimTime
 	mc.Transport = c.Transport
+	// Compression shrinks nothing worth it (probes and gossip are a few
+	// hundred bytes) and cost a new LZW writer per message: 4 % of the
+	// write suite's allocations (issue 19). Peers still read compressed
+	// messages from members that send them.
+	mc.EnableCompression = false
 	mc.Delegate = h
 	mc.Events = h
 	mc.Alive = h
