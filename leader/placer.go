@@ -36,6 +36,9 @@ type placer struct {
 	// recordDue, when set, how long until the next may (holdRecords).
 	recordedAt time.Time
 	recordDue  time.Duration
+	// held are the bundles whose failure records wait (holdRecords), with
+	// what they were tried against (heldTry).
+	held map[string]heldTry
 }
 
 // unplaceableRescan bounds how often the placer re-reads every unplaceable
@@ -88,24 +91,25 @@ func (p *placer) pass(ctx context.Context) int {
 		p.since = pendingSince{}
 	}
 	p.since.see(queue, start)
+	cluster := st.Index("nodes", "pools")
+	queue, held := p.splitHeld(queue, cluster, start)
+	if len(queue) == 0 {
+		return 0
+	}
 	if len(queue) > maxBundlesPerPlan {
 		queue = queue[:maxBundlesPerPlan]
 	}
 	batch := p.l.engine.Snapshot(st).NewBatch(p.l.store.AppliedIndex())
 	p.pruneTried(start)
 	budget := preemptPerPass
-	for _, b := range queue {
-		if batch.Updated(b.ID()) {
-			// Evicted by a preemption earlier in this batch: b is stale,
-			// and healing or placing it would build on a backup that is
-			// gone. The next pass sees it as the plan left it.
-			continue
-		}
-		p.placeOne(batch, b, &budget, start)
-	}
+	p.placeAll(batch, queue, &budget, start)
 	if p.holdRecords(batch, start) {
+		p.hold(queue, cluster)
 		return 0
 	}
+	// This plan commits: the records held back ride along.
+	p.placeAll(batch, held[:min(len(held), maxBundlesPerPlan)], &budget, start)
+	p.held = nil
 	committed := p.l.applyBatch(ctx, batch)
 	end := p.l.clock.Now()
 	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
@@ -113,19 +117,17 @@ func (p *placer) pass(ctx context.Context) int {
 	return committed
 }
 
-// holdRecords says whether a plan that only records failures waits for
-// recordCoalesce to pass since the last such commit; the Run loop then
-// passes again when it does (or sooner, on a change).
-func (p *placer) holdRecords(batch *scheduler.Batch, now time.Time) bool {
-	if !batch.OnlyExplains() {
-		return false
+// placeAll places queue into batch, in order.
+func (p *placer) placeAll(batch *scheduler.Batch, queue []*fsm.Bundle, budget *int, now time.Time) {
+	for _, b := range queue {
+		if batch.Updated(b.ID()) {
+			// Evicted by a preemption earlier in this batch: b is stale,
+			// and healing or placing it would build on a backup that is
+			// gone. The next pass sees it as the plan left it.
+			continue
+		}
+		p.placeOne(batch, b, budget, now)
 	}
-	if due := p.recordedAt.Add(recordCoalesce).Sub(now); !p.recordedAt.IsZero() && due > 0 {
-		p.recordDue = due
-		return true
-	}
-	p.recordedAt = now
-	return false
 }
 
 // placeOne heals, places, or — for a primary that does not fit and a band

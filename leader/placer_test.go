@@ -343,3 +343,45 @@ func TestPlacerSkipsBundlesEvictedInBatch(t *testing.T) {
 		t.Fatalf("victim %s %+v after the next pass, want its backup placed again", v.State, v.Degradations)
 	}
 }
+
+// TestPlacerSkipsHeldRecordsUntilTheyCanChange: while failure records are
+// held, a pass does not place again the bundles that failed against the
+// same cluster in the same version; a cluster change, a new version or the
+// end of the hold brings them back.
+func TestPlacerSkipsHeldRecordsUntilTheyCanChange(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 4, fsm.NodeReady)
+	p := &placer{l: e.l}
+	e.bundle("big1", "p", "", 2000)
+	p.pass(e.ctx) // the first record commits
+	e.bundle("big2", "p", "", 2000)
+	p.pass(e.ctx) // big2's record is held
+	split := func() (rest, held []string) {
+		st := e.store.State()
+		r, h := p.splitHeld(placementQueue(st, false), st.Index("nodes", "pools"), e.clock.Now())
+		return bundleIDs(r), bundleIDs(h)
+	}
+	if rest, held := split(); len(rest) != 0 || !slices.Equal(held, []string{"big2"}) {
+		t.Fatalf("within the hold: rest %v, held %v; want big2 held", rest, held)
+	}
+	e.bundle("big3", "p", "", 2000)
+	if rest, held := split(); !slices.Equal(rest, []string{"big3"}) || !slices.Equal(held, []string{"big2"}) {
+		t.Fatalf("a new bundle: rest %v, held %v; want big3 placed, big2 held", rest, held)
+	}
+	e.node("n2", "p", 500, 4, fsm.NodeReady)
+	if rest, held := split(); len(rest) != 2 || len(held) != 0 {
+		t.Fatalf("after a cluster change: rest %v, held %v; want both placed again", rest, held)
+	}
+	p.pass(e.ctx) // both fail against the new cluster: held again
+	if rest, _ := split(); len(rest) != 0 {
+		t.Fatalf("held again: rest %v", rest)
+	}
+	e.clock.advance(recordCoalesce)
+	if rest, held := split(); len(rest) != 2 || len(held) != 0 {
+		t.Fatalf("after the hold: rest %v, held %v; want both placed again", rest, held)
+	}
+	p.pass(e.ctx)
+	if e.get("big2").State != fsm.StateUnplaceable || e.get("big3").State != fsm.StateUnplaceable {
+		t.Fatalf("after the hold: big2 %s, big3 %s; want both recorded", e.get("big2").State, e.get("big3").State)
+	}
+}
