@@ -176,3 +176,36 @@ func TestServicesRunWhereTheirDriverRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestServicesKeepEagerOffersWhereTheyRun: an eager service's capability
+// shows on the nodes whose instance reported running, and later passes
+// leave it there; where the instance stops, the offer goes.
+func TestServicesKeepEagerOffersWhereTheyRun(t *testing.T) {
+	e := newEnv(t)
+	e.nicNode("n1", "p", 0, fsm.NodeReady)
+	e.nicNode("n2", "p", 0, fsm.NodeReady)
+	e.upsertService(fsm.NodeService{ID: "gpu", Pools: []string{"p"}, Provides: []ledger.Capability{{Name: "gpu", Count: 1}}})
+	d := &services{l: e.l}
+	d.pass(e.ctx)
+	noRejects(t, e)
+	for _, a := range e.store.State().ServiceAssignments("gpu") {
+		e.store.ok(fsm.AssignmentStatusType, &fsm.AssignmentStatusRequest{
+			NodeID: a.NodeID, AssignmentID: a.ID, Status: fsm.JobRunning, Now: e.now(), Generation: a.Generation})
+	}
+	if got := e.offered("gpu"); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Fatalf("offered on %v once running, want [n1 n2]", got)
+	}
+	d.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("a pass over running instances proposed %v", typesOf(ps))
+	}
+	if got := e.offered("gpu"); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Fatalf("offered on %v after a pass, want [n1 n2]", got)
+	}
+	e.setStatus("n2", fsm.NodeDown)
+	d.pass(e.ctx)
+	noRejects(t, e)
+	if got := e.offered("gpu"); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("offered on %v after n2 went down, want [n1]", got)
+	}
+}
