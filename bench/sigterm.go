@@ -130,7 +130,9 @@ func MeasureSigterm(ctx context.Context, o Options, plan SigtermPlan) ([]Result,
 		samples = append(samples, s)
 	}
 	load.stop()
-	o.Logger.Info("sigterm write load", "failed", load.failed.Load(), "lastErr", load.lastErr.Load())
+	for kind, msg := range load.lastErrors() {
+		o.Logger.Info("sigterm write load: last failed write", "kind", kind, "err", msg)
+	}
 	return stResults(plan, samples, load), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,18 +212,30 @@ func (c *stCluster) check(ctx context.Context, target *uint64) error {
 }
 
 // stLoad writes to every server at a steady pace until stopped, counting
-// what was acknowledged and what failed on a server that was up (a refused
-// connection is a server that is down, not a failed write).
+// what was acknowledged and, by kind, what failed on a server that was up
+// (a refused connection is a server that is down, not a failed write).
+// Its clients do not retry, so every answer a client would see shows.
 type stLoad struct {
-	ok, failed atomic.Int64
-	lastErr    atomic.Value // string: the last failure, for the log
-	wg         sync.WaitGroup
-	cancel     context.CancelFunc
+	ok     atomic.Int64
+	mu     sync.Mutex
+	failed map[string]int64  // kind → count
+	last   map[string]string // kind → the last such error, for the log
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
 }
+
+// The kinds of failed writes: a definite "not done, retry" answer, an
+// outcome the server could not know, and a connection broken mid-request.
+const (
+	stNoLeader = "noLeader"
+	stUnknown  = "outcomeUnknown"
+	stBroken   = "connection"
+	stOther    = "other"
+)
 
 func startStLoad(ctx context.Context, c *stCluster, perServer int) *stLoad {
 	ctx, cancel := context.WithCancel(ctx)
-	l := &stLoad{cancel: cancel}
+	l := &stLoad{cancel: cancel, failed: map[string]int64{}, last: map[string]string{}}
 	for i, p := range c.procs {
 		l.wg.Add(1)
 		go func() {
@@ -251,13 +264,47 @@ func (l *stLoad) write(ctx context.Context, p *stProc, w int, every time.Duratio
 			l.ok.Add(1)
 		case errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil:
 		default:
-			l.failed.Add(1)
-			l.lastErr.Store(fmt.Sprintf("%s: %v", p.id, err))
+			l.fail(stKind(err), fmt.Sprintf("%s: %v", p.id, err))
 		}
 	}
+}
+
+func stKind(err error) string {
+	var apiErr *api.Error
+	switch {
+	case api.IsCode(err, api.CodeNoLeader):
+		return stNoLeader
+	case api.IsCode(err, api.CodeOutcomeUnknown):
+		return stUnknown
+	case errors.As(err, &apiErr):
+		return stOther
+	default:
+		return stBroken
+	}
+}
+
+func (l *stLoad) fail(kind, msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failed[kind]++
+	l.last[kind] = msg
 }
 
 func (l *stLoad) stop() {
 	l.cancel()
 	l.wg.Wait()
+}
+
+// counts is what the load saw: acknowledged writes and failures by kind.
+func (l *stLoad) counts() (int64, map[string]int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ok.Load(), maps.Clone(l.failed)
+}
+
+// lastErrors are the last error of each kind.
+func (l *stLoad) lastErrors() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.last)
 }
