@@ -139,23 +139,23 @@ func (c *loadCluster) leader(ctx context.Context) (*loadServer, error) {
 
 func (c *loadCluster) waitLeader(ctx context.Context, within time.Duration) error {
 	deadline := time.Now().Add(within)
-	var last error
+	last := errors.New("not asked yet")
 	for time.Now().Before(deadline) {
-		if _, err := c.leader(ctx); err == nil {
+		_, err := c.leader(ctx)
+		if err == nil {
 			// Reads need the ACL tokens the leader writes when it starts.
-			if _, _, err := c.client(c.servers[0], c.mgmt, api.WithMaxRetries(0)).Pools(ctx, nil); err == nil {
+			if _, _, err = c.client(c.servers[0], c.mgmt, api.WithMaxRetries(0)).Pools(ctx, nil); err == nil {
 				return nil
 			}
-		} else {
-			last = err
 		}
+		last = err
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("no leader within %s: %v", within, last)
+	return fmt.Errorf("no leader within %s: %w", within, last)
 }
 
 // term is the highest Raft term a server reports: each election adds one.

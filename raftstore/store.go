@@ -212,11 +212,14 @@ func (s *Store) wait(ctx context.Context, f raft.Future) error {
 
 // classifyApplyError separates errors where the entry was never queued
 // (definite) from those where it may still commit (unknown): PITFALLS raft.
+// A leader handing over (a SIGTERM's shutdown, an operator's transfer)
+// turns every apply away before appending it: not done, retry shortly.
 func classifyApplyError(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader):
 		return fmt.Errorf("%w: %w", ErrNotLeader, err)
-	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown):
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	default: // ErrLeadershipLost, timeouts, anything else: it may commit later
 		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
