@@ -175,7 +175,7 @@ func (t *tx) commitServices(list []ServicePlacement) {
 		svc := t.Service(sp.ServiceID)
 		a := &Assignment{
 			ID: id, ServiceID: svc.ID, NodeID: sp.Node, Job: svc.ID, Role: RolePrimary,
-			Desired: DesiredRun, Status: JobAssigned, Grant: sp.Grant, Launch: svc.Launch, CreateIndex: t.index,
+			Desired: DesiredRun, Status: JobAssigned, Grant: sp.Grant, Launch: &svc.Launch, CreateIndex: t.index,
 			Runtime: LaunchRuntime(&svc.Launch, nil),
 		}
 		t.putAssignment(a)

@@ -190,6 +190,19 @@ func pointerCodec(sc *structCodec) *valueCodec {
 	}
 }
 
+// inlineV1 reads a pointer field that the v1 layout wrote as a struct value
+// (inline, no presence byte); the current layout is the pointer's.
+func inlineV1(v *valueCodec) *valueCodec {
+	out := *v
+	sc := v.elem
+	out.decV1 = func(d *rowDec, p unsafe.Pointer) {
+		n := reflect.New(sc.typ)
+		sc.decV1(d, n.UnsafePointer())
+		*(*unsafe.Pointer)(p) = n.UnsafePointer()
+	}
+	return &out
+}
+
 // structSliceCodec: a list's length+1 (0 for nil), then each element.
 func structSliceCodec(t reflect.Type, sc *structCodec) *valueCodec {
 	size := t.Elem().Size()

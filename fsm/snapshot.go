@@ -246,7 +246,10 @@ func normalizeRow(row any) {
 			NormalizeLaunch(&r.Spec.Jobs[i].Launch)
 		}
 	case *Assignment:
-		NormalizeLaunch(&r.Launch)
+		if r.Launch == nil {
+			r.Launch = &Launch{} // every stored assignment has one
+		}
+		NormalizeLaunch(r.Launch)
 	case *NodeService:
 		NormalizeLaunch(&r.Launch)
 	}

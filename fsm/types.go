@@ -400,7 +400,12 @@ type Assignment struct {
 	Status   string       `json:"status" row:"9,intern"`
 	Message  string       `json:"message,omitempty" row:"10"`
 	Grant    ledger.Grant `json:"grant" row:"11"`
-	Launch   Launch       `json:"launch" row:"12"`
+	// Launch is what the worker runs. It points at the launch it was made
+	// from (the bundle job's or the node service's, in their rows) rather
+	// than holding a copy: rows are never written once committed, so
+	// sharing is safe, and at 100,000 bundles the copies were tens of MiB.
+	// A restore shares it again (shareLaunches). Never nil in a stored row.
+	Launch *Launch `json:"launch" row:"12,v1value"`
 	// ServiceID is set instead of BundleID for node-service assignments.
 	ServiceID string `json:"serviceId,omitempty" row:"13,intern"`
 	// Runtime is what the worker runs Launch with (Assignment.Runtime).

@@ -81,6 +81,26 @@ func pointerCodec(cd *codec, a, f reflect.Type, elem *codec) {
 	}
 }
 
+// sharedCodec pairs an API struct value with an FSM pointer to its
+// counterpart: a state row that shares a value another row holds (an
+// assignment's launch) instead of copying it. A nil pointer reads as the
+// zero value; the API's value always gets a pointer of its own.
+func sharedCodec(cd *codec, a, f reflect.Type, elem *codec) {
+	cd.toFSM = func(s *state, dst, src unsafe.Pointer) {
+		out := reflect.New(f.Elem()).UnsafePointer()
+		elem.toFSM(s, out, src)
+		*(*unsafe.Pointer)(dst) = out
+	}
+	cd.toAPI = func(dst, src unsafe.Pointer) {
+		from := *(*unsafe.Pointer)(src)
+		if from == nil {
+			reflect.NewAt(a, dst).Elem().SetZero()
+			return
+		}
+		elem.toAPI(dst, from)
+	}
+}
+
 // mapCodec pairs maps with string keys and pairable values. No hot path
 // has one, so it goes through reflection per entry.
 func mapCodec(cd *codec, a, f reflect.Type, elem *codec) {
