@@ -155,8 +155,12 @@ func ReadSnapshot(r io.Reader) (*rowstore.DB, uint64, error) {
 	db := newDB()
 	txn := db.Txn(true)
 	defer txn.Abort()
+	sharer := &launchSharer{txn: txn}
 	for b := range batches {
 		for _, row := range b.rows {
+			if a, ok := row.(*Assignment); ok {
+				sharer.share(a)
+			}
 			if err := txn.Insert(b.table, row); err != nil {
 				return nil, 0, fmt.Errorf("restore: insert %s row: %w", b.table, err)
 			}
