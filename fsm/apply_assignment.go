@@ -21,12 +21,12 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 	if a.NodeID != req.NodeID {
 		return nil, fmt.Errorf("%w: assignment %s belongs to node %s, not %s", ErrConflict, a.ID, a.NodeID, req.NodeID)
 	}
-	code := 0
+	var code int32
 	if req.Status == JobExited {
 		if req.Generation < a.Generation {
 			return nil, nil // the exit of a run the assignment has moved past (a restart)
 		}
-		code = req.ExitCode
+		code = exitCode32(req.ExitCode)
 	}
 	if a.Status == req.Status && a.Message == req.Message && a.ExitCode == code {
 		return nil, nil

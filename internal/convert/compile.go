@@ -63,6 +63,10 @@ func (c *compiler) shapeCodec(cd *codec, a, f reflect.Type) error {
 		sharedCodec(cd, a, f, elem)
 		return nil
 	}
+	if a.Kind() == reflect.Int && f.Kind() == reflect.Int32 {
+		narrowCodec(cd)
+		return nil
+	}
 	if a.Kind() != f.Kind() {
 		return errorf(a, f, "kinds differ (%s, %s) and no unit tag says how to convert", a.Kind(), f.Kind())
 	}

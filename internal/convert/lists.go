@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"math"
 	"reflect"
 	"unsafe"
 )
@@ -99,6 +100,15 @@ func sharedCodec(cd *codec, a, f reflect.Type, elem *codec) {
 		}
 		elem.toAPI(dst, from)
 	}
+}
+
+// narrowCodec pairs an API int with an FSM int32 (a state field narrowed
+// to pack a row): values beyond it are held at the nearest bound.
+func narrowCodec(cd *codec) {
+	cd.toFSM = func(_ *state, dst, src unsafe.Pointer) {
+		*(*int32)(dst) = int32(min(max(*(*int)(src), math.MinInt32), math.MaxInt32))
+	}
+	cd.toAPI = func(dst, src unsafe.Pointer) { *(*int)(dst) = int(*(*int32)(src)) }
 }
 
 // mapCodec pairs maps with string keys and pairable values. No hot path
