@@ -82,8 +82,10 @@ func scalarCodec(t reflect.Type, intern bool) *valueCodec {
 		}
 	case reflect.TypeFor[int32](): // written as an int is, so a field may narrow to it
 		v = &valueCodec{
-			enc:  func(e *rowEnc, p unsafe.Pointer) { e.int(int64(*(*int32)(p))) },
-			dec:  func(d *rowDec, p unsafe.Pointer) { *(*int32)(p) = int32(min(max(d.int(), math.MinInt32), math.MaxInt32)) },
+			enc: func(e *rowEnc, p unsafe.Pointer) { e.int(int64(*(*int32)(p))) },
+			dec: func(d *rowDec, p unsafe.Pointer) {
+				*(*int32)(p) = int32(min(max(d.int(), math.MinInt32), math.MaxInt32))
+			},
 			kind: kindInt32,
 		}
 	case reflect.TypeFor[uint64]():
