@@ -21,12 +21,12 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 	if a.NodeID != req.NodeID {
 		return nil, fmt.Errorf("%w: assignment %s belongs to node %s, not %s", ErrConflict, a.ID, a.NodeID, req.NodeID)
 	}
-	code := 0
+	var code int32
 	if req.Status == JobExited {
 		if req.Generation < a.Generation {
 			return nil, nil // the exit of a run the assignment has moved past (a restart)
 		}
-		code = req.ExitCode
+		code = exitCode32(req.ExitCode)
 	}
 	if a.Status == req.Status && a.Message == req.Message && a.ExitCode == code {
 		return nil, nil
@@ -175,7 +175,7 @@ func (t *tx) commitServices(list []ServicePlacement) {
 		svc := t.Service(sp.ServiceID)
 		a := &Assignment{
 			ID: id, ServiceID: svc.ID, NodeID: sp.Node, Job: svc.ID, Role: RolePrimary,
-			Desired: DesiredRun, Status: JobAssigned, Grant: sp.Grant, Launch: svc.Launch, CreateIndex: t.index,
+			Desired: DesiredRun, Status: JobAssigned, Grant: sp.Grant, Launch: &svc.Launch, CreateIndex: t.index,
 			Runtime: LaunchRuntime(&svc.Launch, nil),
 		}
 		t.putAssignment(a)

@@ -237,7 +237,7 @@ func (t *tx) startAssignment(b *Bundle, p Place) {
 		Grant: p.Grant, CreateIndex: t.index, Generation: b.Generation, RunOnce: b.Spec.IsBatch(),
 	}
 	if spec := b.Spec.Job(p.Job); spec != nil {
-		a.Launch = spec.Launch
+		a.Launch = &spec.Launch // shared with the bundle row (Assignment.Launch)
 		a.Runtime = LaunchRuntime(&spec.Launch, t.TemplateRuntime)
 		a.MemoryLimitMiB = spec.Requirements.MemoryLimitMiB
 	}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -18,7 +19,7 @@ import (
 // (other jobs still run), a restart (now, or at RestartAt), or the end.
 // It returns false when a is not a running batch job, and the caller
 // mirrors the report as for any job.
-func (t *tx) jobExit(a *Assignment, code int) bool {
+func (t *tx) jobExit(a *Assignment, code int32) bool {
 	b := t.Bundle(a.BundleID)
 	if b == nil || !b.Spec.IsBatch() || b.Outcome != "" || b.Deleting || a.Desired != DesiredRun {
 		return false
@@ -37,7 +38,7 @@ func (t *tx) jobExit(a *Assignment, code int) bool {
 			t.finishBatch(cp, StateComplete, fmt.Sprintf("every job exited 0 (the last: %s)", a.Job))
 			return true
 		}
-	case restart != nil && (job.Attempts < restart.Attempts || restart.Mode == RestartDelay):
+	case restart != nil && (int(job.Attempts) < restart.Attempts || restart.Mode == RestartDelay):
 		job.RestartAt = t.now + restart.Delay
 		if restart.Delay == 0 {
 			t.restartJob(cp, a.Replica, job)
@@ -192,4 +193,11 @@ func timerKey(b *Bundle) string {
 // passed at now.
 func (b *Bundle) Expired(now int64) bool {
 	return b.Outcome != "" && !b.Deleting && b.Spec.TTLAfterFinished > 0 && b.FinishTime+b.Spec.TTLAfterFinished <= now
+}
+
+// exitCode32 is a reported exit code as rows hold it (JobPlacement,
+// Assignment): process exit codes and signals fit; anything beyond is
+// held at the nearest bound.
+func exitCode32(code int) int32 {
+	return int32(min(max(code, math.MinInt32), math.MaxInt32))
 }

@@ -88,10 +88,10 @@ func TestBatchOutcomes(t *testing.T) {
 				t.Fatalf("state %s, want %s (%+v)", b.State, tc.state, b.Replicas[0].Jobs)
 			}
 			for _, j := range b.Replicas[0].Jobs {
-				if want, ok := tc.attempts[j.Name]; ok && j.Attempts != want {
+				if want, ok := tc.attempts[j.Name]; ok && int(j.Attempts) != want {
 					t.Fatalf("job %s attempts %d, want %d", j.Name, j.Attempts, want)
 				}
-				if want, ok := tc.codes[j.Name]; ok && (j.Status != JobExited || j.ExitCode != want) {
+				if want, ok := tc.codes[j.Name]; ok && (j.Status != JobExited || int(j.ExitCode) != want) {
 					t.Fatalf("job %s status %s code %d, want exited %d", j.Name, j.Status, j.ExitCode, want)
 				}
 			}

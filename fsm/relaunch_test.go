@@ -66,7 +66,7 @@ func TestReplaceInPlace(t *testing.T) {
 					continue
 				}
 				want := b.Spec.Job(a.Job).Launch
-				if a.Generation != b.Generation || (tc.inPlace && !reflect.DeepEqual(a.Launch, want)) {
+				if a.Generation != b.Generation || (tc.inPlace && !reflect.DeepEqual(*a.Launch, want)) {
 					t.Fatalf("assignment %s generation %d (bundle %d), launch %+v, want %+v", a.ID, a.Generation, b.Generation, a.Launch, want)
 				}
 			}

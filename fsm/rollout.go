@@ -16,7 +16,7 @@ func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
 		return
 	}
 	cp := *a
-	cp.Launch, cp.Runtime = job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
+	cp.Launch, cp.Runtime = &job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
 	cp.Generation = b.Generation
 	cp.Status, cp.Message, cp.ExitCode = JobAssigned, "", 0
 	t.putAssignment(&cp)

@@ -16,7 +16,11 @@ import (
 // records read it as zero); intern shares each distinct value of a field that
 // repeats across rows (node ids, states, names) during a restore. A field
 // without a number stops the program at init: no field is left out of a
-// snapshot by accident.
+// snapshot by accident. `row:"N,v1value"` marks a pointer to a struct
+// that earlier servers stored as a struct value: the current layout writes
+// both alike (a nil pointer is an omitted field), and the v1 layout, which
+// wrote the value inline without a presence byte, is read back into a new
+// struct.
 //
 // The compiled code reads and writes fields through their offsets, which
 // reflection computed and checked against the field's type, so a row
@@ -139,12 +143,18 @@ func (c *rowCompiler) field(t reflect.Type, sf reflect.StructField) (rowField, e
 	}
 	numText, opt, _ := strings.Cut(tag, ",")
 	num, err := strconv.ParseUint(numText, 10, 8)
-	if err != nil || num == 0 || num > 64 || (opt != "" && opt != "intern") {
-		return rowField{}, fmt.Errorf("row codec: %s.%s: bad row tag %q (want N or N,intern with N in 1..64)", t, sf.Name, tag)
+	if err != nil || num == 0 || num > 64 || (opt != "" && opt != "intern" && opt != "v1value") {
+		return rowField{}, fmt.Errorf("row codec: %s.%s: bad row tag %q (want N, N,intern or N,v1value with N in 1..64)", t, sf.Name, tag)
 	}
 	val, err := c.value(sf.Type, opt == "intern")
 	if err != nil {
 		return rowField{}, fmt.Errorf("row codec: %s.%s: %w", t, sf.Name, err)
+	}
+	if opt == "v1value" {
+		if val.kind != kindRef || val.elem == nil || sf.Type.Kind() != reflect.Pointer {
+			return rowField{}, fmt.Errorf("row codec: %s.%s: v1value is for a pointer to a struct", t, sf.Name)
+		}
+		val = inlineV1(val)
 	}
 	return rowField{name: sf.Name, num: num, bit: 1 << (num - 1), off: sf.Offset, kind: val.kind,
 		enc: val.enc, dec: val.dec, decV1: val.decV1, elem: val.elem}, nil

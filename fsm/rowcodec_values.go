@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/bits"
 	"reflect"
 	"slices"
@@ -33,6 +34,7 @@ const (
 	kindInt
 	kindInt64
 	kindUint64
+	kindInt32
 	kindRef // a slice, map or pointer: nil is omitted
 )
 
@@ -47,6 +49,8 @@ func isZero(k fieldKind, p unsafe.Pointer) bool {
 		return *(*int)(p) == 0
 	case kindInt64, kindUint64:
 		return *(*uint64)(p) == 0
+	case kindInt32:
+		return *(*int32)(p) == 0
 	case kindRef:
 		return *(*unsafe.Pointer)(p) == nil
 	}
@@ -75,6 +79,14 @@ func scalarCodec(t reflect.Type, intern bool) *valueCodec {
 			enc:  func(e *rowEnc, p unsafe.Pointer) { e.int(*(*int64)(p)) },
 			dec:  func(d *rowDec, p unsafe.Pointer) { *(*int64)(p) = d.int() },
 			kind: kindInt64,
+		}
+	case reflect.TypeFor[int32](): // written as an int is, so a field may narrow to it
+		v = &valueCodec{
+			enc: func(e *rowEnc, p unsafe.Pointer) { e.int(int64(*(*int32)(p))) },
+			dec: func(d *rowDec, p unsafe.Pointer) {
+				*(*int32)(p) = int32(min(max(d.int(), math.MinInt32), math.MaxInt32))
+			},
+			kind: kindInt32,
 		}
 	case reflect.TypeFor[uint64]():
 		v = &valueCodec{
@@ -188,6 +200,19 @@ func pointerCodec(sc *structCodec) *valueCodec {
 		kind: kindRef,
 		elem: sc,
 	}
+}
+
+// inlineV1 reads a pointer field that the v1 layout wrote as a struct value
+// (inline, no presence byte); the current layout is the pointer's.
+func inlineV1(v *valueCodec) *valueCodec {
+	out := *v
+	sc := v.elem
+	out.decV1 = func(d *rowDec, p unsafe.Pointer) {
+		n := reflect.New(sc.typ)
+		sc.decV1(d, n.UnsafePointer())
+		*(*unsafe.Pointer)(p) = n.UnsafePointer()
+	}
+	return &out
 }
 
 // structSliceCodec: a list's length+1 (0 for nil), then each element.

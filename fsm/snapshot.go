@@ -155,8 +155,12 @@ func ReadSnapshot(r io.Reader) (*rowstore.DB, uint64, error) {
 	db := newDB()
 	txn := db.Txn(true)
 	defer txn.Abort()
+	sharer := &launchSharer{txn: txn}
 	for b := range batches {
 		for _, row := range b.rows {
+			if a, ok := row.(*Assignment); ok {
+				sharer.share(a)
+			}
 			if err := txn.Insert(b.table, row); err != nil {
 				return nil, 0, fmt.Errorf("restore: insert %s row: %w", b.table, err)
 			}
@@ -246,7 +250,10 @@ func normalizeRow(row any) {
 			NormalizeLaunch(&r.Spec.Jobs[i].Launch)
 		}
 	case *Assignment:
-		NormalizeLaunch(&r.Launch)
+		if r.Launch == nil {
+			r.Launch = &Launch{} // every stored assignment has one
+		}
+		NormalizeLaunch(r.Launch)
 	case *NodeService:
 		NormalizeLaunch(&r.Launch)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/amserver/amserver/internal/rowstore"
@@ -257,9 +258,13 @@ func olderShapeHash(t *testing.T, f *FSM) string {
 func cloneRow(t *testing.T, row any) any {
 	switch r := row.(type) {
 	case *Bundle:
-		return cloneBundle(r)
+		cp := cloneBundle(r)
+		cp.Spec.Jobs = slices.Clone(r.Spec.Jobs) // the caller rewrites launches
+		return cp
 	case *Assignment:
 		cp := *r
+		l := *r.Launch // shared with its bundle's row
+		cp.Launch = &l
 		return &cp
 	case *NodeService:
 		cp := *r
@@ -285,7 +290,7 @@ func eachRowLaunch(row any, fn func(what string, l *Launch)) {
 			fn("bundle "+r.ID(), &r.Spec.Jobs[i].Launch)
 		}
 	case *Assignment:
-		fn("assignment "+r.ID, &r.Launch)
+		fn("assignment "+r.ID, r.Launch)
 	case *NodeService:
 		fn("service "+r.ID, &r.Launch)
 	}

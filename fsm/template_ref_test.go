@@ -132,7 +132,7 @@ func TestAssignmentRuntimeOfLegacyLaunch(t *testing.T) {
 	got := map[string]string{}
 	for _, a := range h.fsm.State().BundleAssignments("b1") {
 		got[a.Job] = a.Runtime
-		if a.Launch.Kind != LaunchLegacy || a.Launch.Job == nil || oldShape(&a.Launch) {
+		if a.Launch.Kind != LaunchLegacy || a.Launch.Job == nil || oldShape(a.Launch) {
 			t.Fatalf("assignment launch %+v is not legacy", a.Launch)
 		}
 	}

@@ -80,7 +80,7 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 			placementPair.ToAPI(&rep.Jobs[k], &r.Jobs[k])
 			rep.Jobs[k].Cores, rep.Jobs[k].GPU, rep.Jobs[k].GPUs = grantDevices(r.Jobs[k].Grant)
 			if r.Jobs[k].Status == fsm.JobExited || r.Jobs[k].ExitCode != 0 {
-				code := r.Jobs[k].ExitCode
+				code := int(r.Jobs[k].ExitCode)
 				rep.Jobs[k].ExitCode = &code
 			}
 			if j := &r.Jobs[k]; j.Placed() {

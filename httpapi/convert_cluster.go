@@ -24,7 +24,7 @@ func assignmentToAPI(a *fsm.Assignment) api.Assignment {
 	out.MemoryMiB = a.Grant.MemoryMiB
 	out.Cores, out.GPU, out.GPUs = grantDevices(a.Grant)
 	if a.Status == fsm.JobExited || a.ExitCode != 0 {
-		code := a.ExitCode
+		code := int(a.ExitCode)
 		out.ExitCode = &code
 	}
 	return out

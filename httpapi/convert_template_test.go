@@ -49,7 +49,7 @@ func TestNewFieldsConvert(t *testing.T) {
 	if b.Spec.Jobs[0].Launch.Tags[fsm.TagStopDateTime] == "" {
 		t.Fatal("converting a bundle changed the stored tags")
 	}
-	a := assignmentToAPI(&fsm.Assignment{ID: "a", Runtime: "compose", Launch: b.Spec.Jobs[0].Launch})
+	a := assignmentToAPI(&fsm.Assignment{ID: "a", Runtime: "compose", Launch: &b.Spec.Jobs[0].Launch})
 	if a.Runtime != "compose" || a.Launch.Tags[fsm.TagStopDateTime] == "" {
 		t.Fatalf("assignment %+v: workers see the runtime and __stopDateTime", a)
 	}

@@ -79,7 +79,7 @@ func TestBatchDelayModeKeepsRestarting(t *testing.T) {
 		e.exit(1)
 		e.clock.advance(time.Second)
 		tm.pass(e.ctx)
-		if job := e.get("b").Replicas[0].Jobs[0]; job.Attempts != i || e.get("b").State == fsm.StateFailed {
+		if job := e.get("b").Replicas[0].Jobs[0]; int(job.Attempts) != i || e.get("b").State == fsm.StateFailed {
 			t.Fatalf("round %d: job %+v, state %s", i, job, e.get("b").State)
 		}
 	}

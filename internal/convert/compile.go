@@ -55,6 +55,18 @@ func (c *compiler) codec(a, f reflect.Type, unit string) (*codec, error) {
 // shapeCodec pairs two different types of the same shape: structs field by
 // field, and lists, maps and pointers of pairable elements.
 func (c *compiler) shapeCodec(cd *codec, a, f reflect.Type) error {
+	if a.Kind() == reflect.Struct && f.Kind() == reflect.Pointer && f.Elem().Kind() == reflect.Struct {
+		elem, err := c.codec(a, f.Elem(), "")
+		if err != nil {
+			return err
+		}
+		sharedCodec(cd, a, f, elem)
+		return nil
+	}
+	if a.Kind() == reflect.Int && f.Kind() == reflect.Int32 {
+		narrowCodec(cd)
+		return nil
+	}
 	if a.Kind() != f.Kind() {
 		return errorf(a, f, "kinds differ (%s, %s) and no unit tag says how to convert", a.Kind(), f.Kind())
 	}

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"math"
 	"reflect"
 	"unsafe"
 )
@@ -79,6 +80,35 @@ func pointerCodec(cd *codec, a, f reflect.Type, elem *codec) {
 		elem.toAPI(out, from)
 		*(*unsafe.Pointer)(dst) = out
 	}
+}
+
+// sharedCodec pairs an API struct value with an FSM pointer to its
+// counterpart: a state row that shares a value another row holds (an
+// assignment's launch) instead of copying it. A nil pointer reads as the
+// zero value; the API's value always gets a pointer of its own.
+func sharedCodec(cd *codec, a, f reflect.Type, elem *codec) {
+	cd.toFSM = func(s *state, dst, src unsafe.Pointer) {
+		out := reflect.New(f.Elem()).UnsafePointer()
+		elem.toFSM(s, out, src)
+		*(*unsafe.Pointer)(dst) = out
+	}
+	cd.toAPI = func(dst, src unsafe.Pointer) {
+		from := *(*unsafe.Pointer)(src)
+		if from == nil {
+			reflect.NewAt(a, dst).Elem().SetZero()
+			return
+		}
+		elem.toAPI(dst, from)
+	}
+}
+
+// narrowCodec pairs an API int with an FSM int32 (a state field narrowed
+// to pack a row): values beyond it are held at the nearest bound.
+func narrowCodec(cd *codec) {
+	cd.toFSM = func(_ *state, dst, src unsafe.Pointer) {
+		*(*int32)(dst) = int32(min(max(*(*int)(src), math.MinInt32), math.MaxInt32))
+	}
+	cd.toAPI = func(dst, src unsafe.Pointer) { *(*int)(dst) = int(*(*int32)(src)) }
 }
 
 // mapCodec pairs maps with string keys and pairable values. No hot path

@@ -7,6 +7,7 @@ package fill
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 )
 
@@ -70,13 +71,27 @@ func (f filler) fillValue(v reflect.Value, n *int) {
 		}
 		for i := range v.NumField() {
 			sf := v.Type().Field(i)
-			if sf.IsExported() && (f.skip == nil || !f.skip(v.Type(), sf)) {
+			switch {
+			case !sf.IsExported() || (f.skip != nil && f.skip(v.Type(), sf)):
+			case wasValue(sf):
+				fv := v.Field(i)
+				fv.Set(reflect.New(sf.Type.Elem()))
+				f.fillValue(fv.Elem(), n)
+			default:
 				f.fillValue(v.Field(i), n)
 			}
 		}
 	default:
 		panic("fill: unsupported kind " + v.Kind().String())
 	}
+}
+
+// wasValue reports a pointer field that held its struct by value before
+// (row tag option v1value, fsm/rowcodec_compile.go): it is filled as the
+// value was, so golden data written from the value still matches.
+func wasValue(sf reflect.StructField) bool {
+	_, opt, _ := strings.Cut(sf.Tag.Get("row"), ",")
+	return opt == "v1value" && sf.Type.Kind() == reflect.Pointer
 }
 
 // Zeros lists the paths of exported fields of v (a struct or a pointer to

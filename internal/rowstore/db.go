@@ -47,6 +47,7 @@ func (db *DB) Txn(write bool) *Txn {
 	if write {
 		t.w = make([]*table, len(t.v.tables))
 		t.gen = make([]uint64, len(t.v.tables))
+		t.added = make([]int, len(t.v.tables))
 	}
 	return t
 }
@@ -61,6 +62,9 @@ type Txn struct {
 	// counts the writes to each, so iterators over them notice a change.
 	w   []*table
 	gen []uint64
+	// added counts, per table, the rows this transaction inserted new:
+	// the writes that may split a node (table.refresh).
+	added []int
 }
 
 // Commit publishes what a write transaction wrote; readers that started
@@ -74,12 +78,13 @@ func (t *Txn) Commit() {
 	next := &version{tables: slices.Clone(t.v.tables)}
 	for i, w := range t.w {
 		if w != nil {
+			w.refresh(t.added[i])
 			next.tables[i] = w
 		}
 	}
 	t.db.cur.Store(next)
 	t.v = next
-	t.w = nil
+	t.w, t.added = nil, nil
 	t.db.writer.Unlock()
 }
 

@@ -24,6 +24,9 @@ func (t *Txn) Insert(table string, obj any) error {
 	}
 	tb := t.writable(ti)
 	old, replaced := tb.primary.Load(row{id: id, obj: obj}) // appends in place for rows in id order
+	if !replaced {
+		t.added[ti]++
+	}
 	var oldVals, newVals [4]string
 	for ii := range ts.Indexes {
 		ix := &ts.Indexes[ii]

@@ -31,6 +31,8 @@ func entryLess(a, b entry) bool {
 type table struct {
 	primary   *btree.BTreeG[row]
 	secondary []*btree.BTreeG[entry]
+	// inserted counts the rows inserted since the last refresh.
+	inserted int
 }
 
 func newTable(c *compiled, ti int) *table {
@@ -54,12 +56,47 @@ func detach[T any](tr *btree.BTreeG[T]) *btree.BTreeG[T] {
 
 // detached is a writable copy of a published table.
 func (t *table) detached() *table {
-	out := &table{primary: detach(t.primary), secondary: make([]*btree.BTreeG[entry], len(t.secondary))}
+	out := &table{primary: detach(t.primary), secondary: make([]*btree.BTreeG[entry], len(t.secondary)), inserted: t.inserted}
 	for i, s := range t.secondary {
 		out.secondary[i] = detach(s)
 	}
 	return out
 }
+
+// refresh copies every node of the primary tree into arrays of just its
+// items, once the rows inserted since the last refresh reach a quarter of
+// the table (amortized, about four row writes per insert).
+//
+// When the B-tree splits a full node, the new right node's items (and an
+// inner node's children) stay in the array the left node keeps
+// (tidwall/btree's nodeSplit reslices it): once the right node grows into
+// an array of its own, the left one still holds the moved values in its
+// spare capacity. A row replaced afterwards stayed reachable, with
+// everything it held, for as long as that left node lived, which for a
+// node no write touches again is as long as the store: at 100,000 bundles
+// about half the bundles kept the version their create wrote (tens of
+// MiB). Setting every row again under a new isolation id copies every node
+// fresh; the split nodes are dropped with the versions that hold them.
+func (t *table) refresh(inserted int) {
+	t.inserted += inserted
+	if t.inserted < max(t.primary.Len()/4, refreshMin) {
+		return
+	}
+	t.inserted = 0
+	rows := make([]row, 0, t.primary.Len())
+	t.primary.Scan(func(r row) bool {
+		rows = append(rows, r)
+		return true
+	})
+	t.primary = detach(t.primary)
+	var hint btree.PathHint
+	for _, r := range rows {
+		t.primary.SetHint(r, &hint)
+	}
+}
+
+// refreshMin keeps small tables from refreshing on every few inserts.
+const refreshMin = 64
 
 // version is every table at one commit; it is never written.
 type version struct {
