@@ -32,7 +32,9 @@ const (
 // the other (a mixed launch), and each kind's own rules. Template refs are
 // checked against the state by checkTemplate.
 func checkLaunch(c *collector, job string, l *Launch) {
-	n := *l // as stored: Validate may see a spec Normalize has not seen
+	n := *l // as stored: Validate may see a spec Normalize has not seen,
+	// so a user's reserved tags, which Normalize drops, count for nothing
+	n.Tags = WithoutReservedTags(n.Tags)
 	NormalizeLaunch(&n)
 	l = &n
 	bad := func(format string, args ...any) { c.errorf(job, CodeInvalidRequirement, format, args...) }
