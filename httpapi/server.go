@@ -112,6 +112,8 @@ type Server struct {
 	// event streams finish and graceful shutdown does not wait minutes.
 	stopping chan struct{}
 	stopOnce sync.Once
+	// draining is set by Drain: answers carry Connection: close.
+	draining atomic.Bool
 }
 
 // New builds the server and its routes. It panics on an invalid body limit
@@ -135,6 +137,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Use(s.closeWhenDraining)
 	if cfg.Registerer != nil {
 		m, err := newRequestMetrics(cfg.Registerer, e)
 		if err == nil {
@@ -237,6 +240,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	done := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
+		s.Drain()
 		s.stop()
 		sctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()
