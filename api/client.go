@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -277,22 +278,32 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	return resp, nil
 }
 
-// brokenWrite is the error of a request that got no answer. A write that
-// may have reached the server (the connection broke after it was sent, and
-// the Transport did not or could not send it again) has an unknown
-// outcome: it is an *Error with code outcomeUnknown and Status 0 (no
-// answer), wrapping the transport's error. A refused dial, the caller's
-// context, and reads stay as they are.
+// brokenWrite is the error of a request that got no answer. A write whose
+// connection broke after it was sent (reset, closed, timed out waiting),
+// and that the Transport did not or could not send again, may or may not
+// have been applied: it is an *Error with code outcomeUnknown and Status 0
+// (no answer), wrapping the transport's error. A dial or TLS failure (never
+// sent), the caller's context, and reads stay as they are.
 func (r *request) brokenWrite(ctx context.Context, err error) error {
 	err = fmt.Errorf("amserver: %s %s: %w", r.method, r.path, err)
-	var op *net.OpError
-	if r.method == http.MethodGet || r.method == http.MethodHead || ctx.Err() != nil ||
-		(errors.As(err, &op) && op.Op == "dial") {
+	if r.method == http.MethodGet || r.method == http.MethodHead || ctx.Err() != nil || !connBroke(err) {
 		return err
 	}
 	unknown := &Error{Code: CodeOutcomeUnknown,
 		Message: "the connection broke after the request was sent; it may or may not have been applied"}
 	return fmt.Errorf("%w: %w", unknown, err)
+}
+
+// connBroke: err is a connection that failed after it was established.
+func connBroke(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op == "read" || op.Op == "write"
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // readError decodes an error body; a body that is not one (a proxy's page)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -98,5 +99,21 @@ func TestBrokenKeptAliveConnection(t *testing.T) {
 				t.Fatalf("%s received %d times, want %d", tc.key, got, tc.sends)
 			}
 		})
+	}
+}
+
+// TestUnsentWriteIsNotUnknown: a write that never left (the dial was
+// refused) fails as such, not as outcomeUnknown.
+func TestUnsentWriteIsNotUnknown(t *testing.T) {
+	hs := httptest.NewServer(http.NotFoundHandler())
+	addr := hs.URL
+	hs.Close()
+	c, err := New(addr, WithMaxRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.ReplaceBundle(t.Context(), BundleSpec{ID: "b"}, 0)
+	if err == nil || IsCode(err, CodeOutcomeUnknown) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("refused write = %v, want the refused dial", err)
 	}
 }
