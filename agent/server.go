@@ -275,12 +275,15 @@ func (s *Server) Store() *raftstore.Store { return s.store }
 // Gossip exposes the gossip member (nil without gossip).
 func (s *Server) Gossip() *gossip.Gossip { return s.gossip }
 
-// Shutdown leaves gracefully: a leader first hands leadership to another
-// server, then gossip announces the leave, then Raft and HTTP stop.
+// Shutdown leaves gracefully: the HTTP API's answers stop keeping
+// connections alive (clients move to fresh ones while it still serves), a
+// leader hands leadership to another server, gossip announces the leave,
+// then Raft stops and HTTP drains the requests in flight.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.markStopped() {
 		return nil
 	}
+	s.api.Drain()
 	if s.store.IsLeader() && s.store.VoterCount() > 1 {
 		if err := s.store.TransferLeadership(ctx, ""); err != nil {
 			s.logger.Warn("leadership transfer before shutdown failed", "err", err)

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -180,11 +182,31 @@ type request struct {
 	binary bool
 	// idempotent requests are retried on 503 noLeader.
 	idempotent bool
+	// replayable requests may be sent again when a kept-alive connection
+	// breaks before any answer (see markReplayable).
+	replayable bool
 }
 
 func (c *Client) newRequest(method, path string, query url.Values) *request {
 	idem := method == http.MethodGet || method == http.MethodPut || method == http.MethodDelete
-	return &request{method: method, path: path, query: query, idempotent: idem}
+	return &request{method: method, path: path, query: query, idempotent: idem, replayable: idem}
+}
+
+// markReplayable lets the Transport send req again on a fresh connection
+// when the kept-alive one it reused breaks before any answer, as happens
+// when a server's graceful shutdown closes it just as req goes out. The
+// Transport replays only a rewindable body with an idempotent method or an
+// Idempotency-Key entry; an empty entry marks it without being sent. The
+// same failure after a server crash may follow a write that was applied,
+// so a request is marked only where a repeat changes nothing on the
+// server: reads, creates by id (the same id and spec answers 200), the
+// upserts and flag settings, deletes (a repeat may answer notFound). A
+// bundle replace is not (ReplaceBundle), nor a POST unless marked; their
+// broken connections surface as outcomeUnknown (brokenWrite).
+func (r *request) markReplayable(req *http.Request) {
+	if r.replayable && r.stream == nil {
+		req.Header["Idempotency-Key"] = nil
+	}
 }
 
 func (r *request) json(v any) error {
@@ -248,11 +270,40 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, error) {
 	if c.token != "" {
 		req.Header.Set(HeaderToken, c.token)
 	}
+	r.markReplayable(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("amserver: %s %s: %w", r.method, r.path, err)
+		return nil, r.brokenWrite(ctx, err)
 	}
 	return resp, nil
+}
+
+// brokenWrite is the error of a request that got no answer. A write whose
+// connection broke after it was sent (reset, closed, timed out waiting),
+// and that the Transport did not or could not send again, may or may not
+// have been applied: it is an *Error with code outcomeUnknown and Status 0
+// (no answer), wrapping the transport's error. A dial or TLS failure (never
+// sent), the caller's context, and reads stay as they are.
+func (r *request) brokenWrite(ctx context.Context, err error) error {
+	err = fmt.Errorf("amserver: %s %s: %w", r.method, r.path, err)
+	if r.method == http.MethodGet || r.method == http.MethodHead || ctx.Err() != nil || !connBroke(err) {
+		return err
+	}
+	unknown := &Error{Code: CodeOutcomeUnknown,
+		Message: "the connection broke after the request was sent; it may or may not have been applied"}
+	return fmt.Errorf("%w: %w", unknown, err)
+}
+
+// connBroke: err is a connection that failed after it was established.
+func connBroke(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op.Op == "read" || op.Op == "write"
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // readError decodes an error body; a body that is not one (a proxy's page)

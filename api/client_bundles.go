@@ -17,6 +17,7 @@ func (c *Client) CreateBundle(ctx context.Context, spec BundleSpec) (*CreateResp
 	}
 	r := c.newRequest(http.MethodPost, "/v1/bundles", nil)
 	r.idempotent = true // creates are idempotent by id
+	r.replayable = true // and so is a repeat after a broken connection
 	var out CreateResponse
 	status, err := c.write(ctx, r, spec, &out)
 	if err != nil {
@@ -29,7 +30,7 @@ func (c *Client) CreateBundle(ctx context.Context, spec BundleSpec) (*CreateResp
 // ValidateBundle runs static validation without changing anything.
 func (c *Client) ValidateBundle(ctx context.Context, spec BundleSpec) (*ValidateResponse, error) {
 	r := c.newRequest(http.MethodPost, "/v1/bundles/validate", nil)
-	r.idempotent = true
+	r.idempotent, r.replayable = true, true
 	var out ValidateResponse
 	if _, err := c.write(ctx, r, spec, &out); err != nil {
 		return nil, err
@@ -40,7 +41,7 @@ func (c *Client) ValidateBundle(ctx context.Context, spec BundleSpec) (*Validate
 // PlanBundle runs placement as a dry run.
 func (c *Client) PlanBundle(ctx context.Context, spec BundleSpec) (*PlanResponse, error) {
 	r := c.newRequest(http.MethodPost, "/v1/bundles/plan", nil)
-	r.idempotent = true
+	r.idempotent, r.replayable = true, true
 	var out PlanResponse
 	if _, err := c.write(ctx, r, spec, &out); err != nil {
 		return nil, err
@@ -75,8 +76,13 @@ func (c *Client) ReplaceBundle(ctx context.Context, spec BundleSpec, cas uint64)
 	if cas > 0 {
 		params = url.Values{"cas": {strconv.FormatUint(cas, 10)}}
 	}
+	r := c.newRequest(http.MethodPut, pathJoin("v1", "bundles", spec.ID), params)
+	// Not replayed after a broken connection: with cas a repeat fails
+	// casMismatch once the first applied, and a finished batch bundle
+	// replaced again runs again. That failure is outcomeUnknown.
+	r.replayable = false
 	var out CreateResponse
-	if _, err := c.write(ctx, c.newRequest(http.MethodPut, pathJoin("v1", "bundles", spec.ID), params), spec, &out); err != nil {
+	if _, err := c.write(ctx, r, spec, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

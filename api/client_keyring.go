@@ -34,6 +34,7 @@ func (c *Client) ChangeKeyring(ctx context.Context, op, key string, force bool) 
 	}
 	r := c.newRequest(http.MethodPost, keyringPath, params)
 	r.idempotent = true // every operation is idempotent in the FSM
+	r.replayable = true
 	_, err := c.write(ctx, r, KeyringRequest{Op: op, Key: key}, nil)
 	return err
 }

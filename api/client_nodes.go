@@ -98,6 +98,7 @@ func (c *Client) Drain(ctx context.Context, id string) (*Node, error) {
 func (c *Client) nodeAction(ctx context.Context, id, action string) (*Node, error) {
 	r := c.newRequest(http.MethodPost, pathJoin("v1", "nodes", id, action), nil)
 	r.idempotent = true // setting a flag twice is harmless
+	r.replayable = true
 	var out Node
 	if _, err := c.write(ctx, r, nil, &out); err != nil {
 		return nil, err

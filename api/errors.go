@@ -90,7 +90,9 @@ type Finding struct {
 
 // Error is a non-2xx answer. On the wire it is the value of the "error" key.
 type Error struct {
-	// Status is the HTTP status code; it is not part of the JSON body.
+	// Status is the HTTP status code; it is not part of the JSON body. It
+	// is 0 on an error the client concluded without an answer (a write
+	// whose connection broke: outcomeUnknown).
 	Status   int       `json:"-"`
 	Code     string    `json:"code"`
 	Message  string    `json:"message"`
@@ -111,6 +113,9 @@ func (e *Error) Error() string {
 	}
 	if len(e.Errors) > 0 {
 		msg = fmt.Sprintf("%s (%d findings, first: %s: %s)", msg, len(e.Errors), e.Errors[0].Code, e.Errors[0].Message)
+	}
+	if e.Status == 0 { // no answer: the client's own verdict (brokenWrite)
+		return fmt.Sprintf("amserver: %s: %s", e.Code, msg)
 	}
 	return fmt.Sprintf("amserver: %d %s: %s", e.Status, e.Code, msg)
 }

@@ -274,6 +274,8 @@ func stKind(err error) string {
 	switch {
 	case api.IsCode(err, api.CodeNoLeader):
 		return stNoLeader
+	case errors.As(err, &apiErr) && apiErr.Status == 0:
+		return stBroken // no answer: the client's outcomeUnknown on a broken connection
 	case api.IsCode(err, api.CodeOutcomeUnknown):
 		return stUnknown
 	case errors.As(err, &apiErr):

@@ -43,7 +43,7 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 	if err != nil {
 		return noLeader("leader %s: %v", leader.ID, err)
 	}
-	body, err := forwardBody(c)
+	buf, body, err := forwardBody(c)
 	if err != nil {
 		return err
 	}
@@ -57,6 +57,7 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 	// The leader counts expensive requests per client (limit.go): name the
 	// client, or every anonymous request forwarded would count as ours.
 	out.Header.Set(headerClient, clientIP(req))
+	markReplayable(c, out, buf)
 	if body != nil && out.ContentLength == 0 {
 		out.ContentLength = req.ContentLength // a streamed body: keep the declared length
 	}
@@ -85,24 +86,24 @@ func (s *Server) checkForwardTarget(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// forwardBody is the buffered body when there is one, else the request's
-// own stream (snapshot restore), else nothing.
-func forwardBody(c echo.Context) (io.Reader, error) {
+// forwardBody is the buffered body when there is one (also as buf), else
+// the request's own stream (snapshot restore), else nothing.
+func forwardBody(c echo.Context) (buf []byte, body io.Reader, err error) {
 	if b, ok := c.Get(bodyKey).([]byte); ok {
-		return bytes.NewReader(b), nil
+		return b, bytes.NewReader(b), nil
 	}
 	req := c.Request()
 	if c.Get(streamKey) == true {
-		return req.Body, nil
+		return nil, req.Body, nil
 	}
 	if req.ContentLength == 0 && (req.Method == http.MethodGet || req.Method == http.MethodHead) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	b, err := bodyBytes(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return bytes.NewReader(b), nil
+	return b, bytes.NewReader(b), nil
 }
 
 // streamKey marks a request whose body is forwarded as a stream.
@@ -110,7 +111,9 @@ const streamKey = "amserver.stream"
 
 // forwardFailed says what a failed forward means for the client. A dial
 // error proves the leader never saw the request; any later failure of a
-// write leaves its outcome unknown.
+// write leaves its outcome unknown. A replay-safe write (replay.go) whose
+// kept-alive connection broke before any answer was already sent again by
+// the Transport, so what is left here is the error of that last attempt.
 func forwardFailed(ctx context.Context, leader string, write bool, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // the client went away

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -112,6 +111,8 @@ type Server struct {
 	// event streams finish and graceful shutdown does not wait minutes.
 	stopping chan struct{}
 	stopOnce sync.Once
+	// draining is set by Drain: answers carry Connection: close.
+	draining atomic.Bool
 }
 
 // New builds the server and its routes. It panics on an invalid body limit
@@ -135,6 +136,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Use(s.closeWhenDraining)
 	if cfg.Registerer != nil {
 		m, err := newRequestMetrics(cfg.Registerer, e)
 		if err == nil {
@@ -225,28 +227,25 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 	return s.Serve(ctx, l)
 }
 
-// Serve serves on l until ctx ends, then shuts down gracefully: blocking
-// queries answer at once, streams end, and in-flight writes get up to
-// shutdownGrace to finish.
+// Serve serves on l until ctx ends, then shuts down gracefully (shutdown):
+// blocking queries answer at once, streams end, and in-flight writes get up
+// to shutdownGrace to finish.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	conns := newConnTracker()
+	l = &onceCloseListener{Listener: l}
 	srv := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnState:         conns.track,
 	}
 	done := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
-		s.stop()
-		sctx, cancel := context.WithTimeout(context.Background(), s.grace)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		if err != nil {
-			err = errors.Join(err, srv.Close())
-		}
-		done <- err
+		done <- s.shutdown(srv, l, conns)
 	}()
-	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+	err := srv.Serve(l)
+	if ctx.Err() == nil { // not stopping: the listener failed
 		s.stop()
 		return fmt.Errorf("httpapi: serve: %w", err)
 	}
