@@ -5,42 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/amserver/amserver/internal/dropconn"
 )
-
-// dropSecond is a server that, like one whose graceful shutdown closes an
-// idle connection just as a request goes into it, closes a kept-alive
-// connection under the second request sent on it, with no answer. It counts
-// the requests it received per path.
-type dropSecond struct {
-	mu    sync.Mutex
-	conns map[string]int // remote address → requests seen on that connection
-	paths map[string]int
-}
-
-func (d *dropSecond) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d.mu.Lock()
-	d.conns[r.RemoteAddr]++
-	d.paths[r.Method+" "+r.URL.Path]++
-	n := d.conns[r.RemoteAddr]
-	d.mu.Unlock()
-	if n == 2 {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{}`))
-}
-
-func (d *dropSecond) seen(key string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.paths[key]
-}
 
 // TestBrokenKeptAliveConnection: a write whose repeat changes nothing is
 // sent again on a fresh connection when the reused one breaks before any
@@ -75,7 +44,7 @@ func TestBrokenKeptAliveConnection(t *testing.T) {
 		}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &dropSecond{conns: map[string]int{}, paths: map[string]int{}}
+			d := dropconn.New()
 			hs := httptest.NewServer(d)
 			defer hs.Close()
 			// One connection per host: the second call must reuse the first's.
@@ -95,7 +64,7 @@ func TestBrokenKeptAliveConnection(t *testing.T) {
 			case tc.sends == 1 && (!errors.As(err, &ae) || ae.Code != CodeOutcomeUnknown || ae.Status != 0):
 				t.Fatalf("unreplayable write = %v, want outcomeUnknown without an answer", err)
 			}
-			if got := d.seen(tc.key); got != tc.sends {
+			if got := d.Seen(tc.key); got != tc.sends {
 				t.Fatalf("%s received %d times, want %d", tc.key, got, tc.sends)
 			}
 		})

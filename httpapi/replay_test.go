@@ -3,44 +3,12 @@ package httpapi
 import (
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/dropconn"
 	"github.com/amserver/amserver/raftstore"
 )
-
-// dropSecond is a leader that, like one whose graceful shutdown closes an
-// idle connection just as a request goes into it, closes a kept-alive
-// connection under the second request on it, with no answer. It counts the
-// requests it received by method and path.
-type dropSecond struct {
-	mu    sync.Mutex
-	conns map[string]int
-	seen  map[string]int
-}
-
-func (d *dropSecond) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	d.mu.Lock()
-	d.conns[r.RemoteAddr]++
-	d.seen[r.Method+" "+r.URL.Path]++
-	n := d.conns[r.RemoteAddr]
-	d.mu.Unlock()
-	if n == 2 {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write([]byte(`{}`))
-}
-
-func (d *dropSecond) count(key string) int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.seen[key]
-}
 
 // TestForwardReplaysOnlyNoOpRepeats: a forwarded write whose leader
 // connection breaks before any answer is sent again when its repeat is a
@@ -58,7 +26,7 @@ func TestForwardReplaysOnlyNoOpRepeats(t *testing.T) {
 		{http.MethodPut, "/v1/bundles/b1", withID, 1},
 		{http.MethodPost, "/v1/operator/raft/transfer-leadership", "", 1},
 	} {
-		d := &dropSecond{conns: map[string]int{}, seen: map[string]int{}}
+		d := dropconn.New()
 		leader := httptest.NewServer(d)
 		// One connection to the leader: the second forward must reuse it.
 		fwd := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
@@ -74,7 +42,7 @@ func TestForwardReplaysOnlyNoOpRepeats(t *testing.T) {
 		case tc.sends == 1 && (resp.StatusCode != http.StatusServiceUnavailable || errorBody(t, raw).Code != api.CodeOutcomeUnknown):
 			t.Errorf("%s %s: unreplayable forward = %d %s, want outcomeUnknown", tc.method, tc.path, resp.StatusCode, raw)
 		}
-		if got := d.count(tc.method + " " + tc.path); got != tc.sends {
+		if got := d.Seen(tc.method + " " + tc.path); got != tc.sends {
 			t.Errorf("%s %s reached the leader %d times, want %d", tc.method, tc.path, got, tc.sends)
 		}
 		leader.Close()
