@@ -75,6 +75,9 @@ func RunLoad(ctx context.Context, o LoadOptions) ([]Result, error) {
 	o.Progress("load: %d clients, %d pages, %d event lines, %d woken, %d turned away (429), %d failed",
 		o.Clients, loaded.counts.pages.Load(), loaded.counts.eventLines.Load(), loaded.counts.woken.Load(),
 		loaded.counts.tooMany.Load(), loaded.counts.failed.Load())
+	if loaded.readersErr != nil {
+		return loadResults(o, idle, loaded), fmt.Errorf("load: the readers' process: %w", loaded.readersErr)
+	}
 	return loadResults(o, idle, loaded), nil
 }
 
@@ -91,6 +94,7 @@ type phase struct {
 	atLeader       serverWrites // the creates as the leader timed them
 	shares         shareSamples // the servers' expensive-request share
 	sharesNote     string
+	readersErr     error // the readers' process failed: the load was not what it says
 }
 
 // runPhase runs writes (and clients readers, when > 0) for the phase's
@@ -107,9 +111,12 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	pctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
-	var readers *sync.WaitGroup
+	var readers func() error
 	if clients > 0 {
-		readers = startReaders(pctx, c, clients, &p.counts)
+		var err error
+		if readers, err = startReaderProcess(ctx, c, clients, d, &p.counts); err != nil {
+			p.readersErr = err
+		}
 	}
 	prefix := "idle"
 	if clients > 0 {
@@ -127,7 +134,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	start := time.Now()
 	wg.Wait()
 	if readers != nil {
-		readers.Wait()
+		p.readersErr = readers()
 	}
 	p.took = time.Since(start)
 	term1, _ := c.term(ctx)
