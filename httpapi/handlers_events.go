@@ -38,6 +38,7 @@ func (s *Server) streamEvents(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
+	w.Writer = yieldingWriter(w.Writer)
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "application/x-ndjson")
 	h.Set("Cache-Control", "no-cache")

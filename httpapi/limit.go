@@ -208,6 +208,7 @@ func (s *Server) limited(c echo.Context, fn func() error) error {
 		return err
 	}
 	defer release()
+	c.Response().Writer = yieldingWriter(c.Response().Writer)
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
