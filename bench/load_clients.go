@@ -198,8 +198,12 @@ func writer(ctx context.Context, c *loadCluster, rate int, prefix string, lat *l
 		}
 		cl := c.client(c.servers[i%len(c.servers)], c.mgmt)
 		wg.Go(func() {
+			// A write in flight when the phase ends finishes: cut off, it
+			// counted as a failure of the servers'.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
 			start := time.Now()
-			_, err := cl.CreateBundle(ctx, loadSpec(fmt.Sprintf("%s-%07d", prefix, i)))
+			_, err := cl.CreateBundle(wctx, loadSpec(fmt.Sprintf("%s-%07d", prefix, i)))
 			lat.add(time.Since(start), err)
 		})
 	}
