@@ -55,7 +55,16 @@ func withoutReservedTags(s *api.BundleSpec) {
 // primary); the ledger slot stays internal.
 func bundleToAPI(b *fsm.Bundle) api.Bundle {
 	var out api.Bundle
-	bundlePair.ToAPI(&out, b)
+	bundleToAPIInto(&out, b)
+	return out
+}
+
+// bundleToAPIInto renders b into out, overwriting all of it: a list page
+// renders each of its bundles into one value it encodes at once, instead
+// of a value (and its copy in an interface) per bundle.
+func bundleToAPIInto(out *api.Bundle, b *fsm.Bundle) {
+	*out = api.Bundle{}
+	bundlePair.ToAPI(out, b)
 	out.EffectivePriority = b.Spec.EffectivePriority()
 	if out.Jobs == nil {
 		out.Jobs = []api.Job{}
@@ -88,7 +97,6 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 			}
 		}
 	}
-	return out
 }
 
 // grantDevices is a grant's pinned cores, GPU share and exclusive GPUs.

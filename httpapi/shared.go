@@ -20,25 +20,22 @@ type answer struct {
 	next string
 }
 
-// pageResult is what a list's readFunc returns: the page's items and the
-// next page's token ("" on the last).
+// pageResult is what a list's readFunc returns: the page's encoded body
+// and the next page's token ("" on the last).
 type pageResult struct {
-	items any
-	next  string
+	body []byte
+	next string
 }
 
 func encodeAnswer(v any) (answer, error) {
-	var a answer
 	if p, ok := v.(pageResult); ok {
-		v, a.next = p.items, p.next
+		return answer(p), nil
 	}
 	body, err := json.Marshal(v)
 	if err != nil {
 		return answer{}, fmt.Errorf("encode answer: %w", err)
 	}
-	body = append(body, '\n')
-	a.body = body
-	return a, nil
+	return answer{body: append(body, '\n')}, nil
 }
 
 // Shared answers: requests for the same thing at the same state index get
