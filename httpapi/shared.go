@@ -43,17 +43,28 @@ func encodeAnswer(v any) (answer, error) {
 // once; without sharing, 100 idle list watchers woken by one write built
 // and sent 776 MB. An answer is reused only briefly (answers that read the
 // gossip view, such as a node's lastSeen, must not freeze), and only while
-// the sum of the kept bodies stays bounded.
+// the sum of the kept bodies stays bounded. It is dropped when its time is
+// up, not when the map next grows: a walk of a list left its last 64 MiB
+// of pages held until the same pages were asked for again.
 const (
 	sharedTTL      = time.Second
 	sharedMaxBytes = 64 << 20
-	sharedSweepAt  = 256 // entries; beyond it each insert drops the expired
 )
 
 type sharedAnswers struct {
 	mu      sync.Mutex
 	entries map[string]*sharedEntry
 	bytes   int
+	// kept are the entries whose bodies count in bytes, in the order they
+	// were kept, which is the order they expire in; sweep is pending while
+	// there are some.
+	kept  []keptAnswer
+	sweep *time.Timer
+}
+
+type keptAnswer struct {
+	key string
+	e   *sharedEntry
 }
 
 type sharedEntry struct {
@@ -62,6 +73,7 @@ type sharedEntry struct {
 	ans   answer
 	ok    bool
 	at    time.Time
+	kept  bool // its body counts in bytes (under mu)
 }
 
 func newSharedAnswers() *sharedAnswers { return &sharedAnswers{entries: map[string]*sharedEntry{}} }
@@ -71,6 +83,7 @@ func newSharedAnswers() *sharedAnswers { return &sharedAnswers{entries: map[stri
 // leader failed (its client left, it was turned away) computes its own.
 func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compute func() (answer, error)) (answer, error) {
 	s.mu.Lock()
+	s.expire(time.Now())
 	e := s.entries[key]
 	if e != nil && e.index == index && (e.at.IsZero() || time.Since(e.at) < sharedTTL) {
 		s.mu.Unlock()
@@ -85,7 +98,10 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 		return compute()
 	}
 	e = &sharedEntry{index: index, ready: make(chan struct{})}
-	s.put(key, e)
+	if old := s.entries[key]; old != nil && old.kept {
+		s.unkeep(old)
+	}
+	s.entries[key] = e
 	s.mu.Unlock()
 
 	ans, err := compute()
@@ -95,7 +111,7 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 		if err != nil || s.bytes+len(ans.body) > sharedMaxBytes {
 			delete(s.entries, key)
 		} else {
-			s.bytes += len(ans.body)
+			s.keep(key, e)
 		}
 	}
 	close(e.ready)
@@ -103,21 +119,46 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 	return ans, err
 }
 
-// put installs e under key (the caller holds mu), dropping what it
-// replaces and, when the map has grown, every expired entry.
-func (s *sharedAnswers) put(key string, e *sharedEntry) {
-	if old := s.entries[key]; old != nil && !old.at.IsZero() {
-		s.bytes -= len(old.ans.body)
+// keep counts e's body and schedules its expiry (the caller holds mu).
+func (s *sharedAnswers) keep(key string, e *sharedEntry) {
+	e.kept = true
+	s.bytes += len(e.ans.body)
+	s.kept = append(s.kept, keptAnswer{key, e})
+	if s.sweep == nil {
+		s.sweep = time.AfterFunc(sharedTTL, s.sweepExpired)
 	}
-	s.entries[key] = e
-	if len(s.entries) < sharedSweepAt {
-		return
-	}
-	for k, old := range s.entries {
-		if !old.at.IsZero() && time.Since(old.at) >= sharedTTL {
-			s.bytes -= len(old.ans.body)
-			delete(s.entries, k)
+}
+
+// unkeep stops counting e's body (the caller holds mu).
+func (s *sharedAnswers) unkeep(e *sharedEntry) {
+	s.bytes -= len(e.ans.body)
+	e.kept = false
+}
+
+// expire drops the answers kept for the TTL (the caller holds mu).
+func (s *sharedAnswers) expire(now time.Time) {
+	n := 0
+	for ; n < len(s.kept) && now.Sub(s.kept[n].e.at) >= sharedTTL; n++ {
+		if k := s.kept[n]; k.e.kept {
+			if s.entries[k.key] == k.e {
+				delete(s.entries, k.key)
+			}
+			s.unkeep(k.e)
 		}
+	}
+	s.kept = slices.Delete(s.kept, 0, n)
+}
+
+// sweepExpired expires the answers when no request comes to: an idle
+// server does not hold the last pages it served.
+func (s *sharedAnswers) sweepExpired() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	s.expire(now)
+	s.sweep = nil
+	if len(s.kept) > 0 {
+		s.sweep = time.AfterFunc(s.kept[0].e.at.Add(sharedTTL).Sub(now), s.sweepExpired)
 	}
 }
 
