@@ -164,24 +164,42 @@ func TestListEncodingUnchanged(t *testing.T) {
 }
 
 // TestBundleRenderReuse: rendering varied bundles one after the other into
-// one value gives each the encoding of its own fresh value.
+// one value gives each the encoding of its own fresh value; each filled
+// bundle is followed by one of its shape with nothing but names, rendered
+// into the lists the filled one left.
 func TestBundleRenderReuse(t *testing.T) {
 	r := bundleListing.render(nil, nil)
 	for seed := range 64 {
-		b := fill.New[fsm.Bundle](seed)
-		if seed%3 == 0 {
-			b.Replicas, b.Degradations = nil, nil // shorter than the last
-		}
-		for _, form := range []struct {
-			name        string
-			reused, own any
-		}{
-			{"full", r.full(b), bundleToAPI(b)},
-			{"summary", r.summary(b, nil), bundleSummary(b)},
-		} {
-			if got, want := mustJSONNoT(form.reused), mustJSONNoT(form.own); !bytes.Equal(got, want) {
-				t.Fatalf("seed %d %s: reused value encodes\n%s\nwant\n%s", seed, form.name, got, want)
+		full := fill.New[fsm.Bundle](seed)
+		for _, b := range []*fsm.Bundle{full, sparseLike(full), full} {
+			for _, form := range []struct {
+				name        string
+				reused, own any
+			}{
+				{"full", r.full(b), bundleToAPI(b)},
+				{"summary", r.summary(b, nil), bundleSummary(b)},
+			} {
+				if got, want := mustJSONNoT(form.reused), mustJSONNoT(form.own); !bytes.Equal(got, want) {
+					t.Fatalf("seed %d %s: reused value encodes\n%s\nwant\n%s", seed, form.name, got, want)
+				}
 			}
 		}
 	}
+}
+
+// sparseLike is a bundle of b's shape (its jobs, replicas and placements)
+// holding only their names.
+func sparseLike(b *fsm.Bundle) *fsm.Bundle {
+	out := &fsm.Bundle{Spec: fsm.BundleSpec{ID: b.Spec.ID}}
+	for _, j := range b.Spec.Jobs {
+		out.Spec.Jobs = append(out.Spec.Jobs, fsm.Job{Name: j.Name})
+	}
+	for _, r := range b.Replicas {
+		rep := fsm.Replica{}
+		for _, j := range r.Jobs {
+			rep.Jobs = append(rep.Jobs, fsm.JobPlacement{Name: j.Name})
+		}
+		out.Replicas = append(out.Replicas, rep)
+	}
+	return out
 }
