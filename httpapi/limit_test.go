@@ -196,3 +196,20 @@ func TestListStopsWhenClientLeaves(t *testing.T) {
 		t.Fatalf("page for a client gone: %v", err)
 	}
 }
+
+// TestSharedAnswersExpire: kept answers are dropped once their time is up,
+// with no request coming to drop them, and their bytes with them.
+func TestSharedAnswersExpire(t *testing.T) {
+	s := newSharedAnswers()
+	for _, key := range []string{"a", "b", "c"} {
+		if _, err := s.get(t.Context(), key, 1, func() (answer, error) { return answer{body: []byte(key)}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Eventually(t, 10*time.Second, "the answers to expire", func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return poll.Check(len(s.entries) == 0 && len(s.kept) == 0 && s.bytes == 0 && s.sweep == nil,
+			"%d entries, %d kept, %d bytes", len(s.entries), len(s.kept), s.bytes)
+	})
+}
