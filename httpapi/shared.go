@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/labstack/echo/v4"
 )
@@ -125,8 +126,19 @@ func (s *sharedAnswers) keep(key string, e *sharedEntry) {
 	s.bytes += len(e.ans.body)
 	s.kept = append(s.kept, keptAnswer{key, e})
 	if s.sweep == nil {
-		s.sweep = time.AfterFunc(sharedTTL, s.sweepExpired)
+		s.sweepAfter(sharedTTL)
 	}
+}
+
+// sweepAfter schedules sweepExpired (the caller holds mu). The timer holds
+// the answers weakly: it does not keep a stopped server's pages.
+func (s *sharedAnswers) sweepAfter(d time.Duration) {
+	w := weak.Make(s)
+	s.sweep = time.AfterFunc(d, func() {
+		if s := w.Value(); s != nil {
+			s.sweepExpired()
+		}
+	})
 }
 
 // unkeep stops counting e's body (the caller holds mu).
@@ -158,7 +170,7 @@ func (s *sharedAnswers) sweepExpired() {
 	s.expire(now)
 	s.sweep = nil
 	if len(s.kept) > 0 {
-		s.sweep = time.AfterFunc(s.kept[0].e.at.Add(sharedTTL).Sub(now), s.sweepExpired)
+		s.sweepAfter(s.kept[0].e.at.Add(sharedTTL).Sub(now))
 	}
 }
 
