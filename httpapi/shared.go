@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	"github.com/labstack/echo/v4"
 )
@@ -44,9 +43,11 @@ func encodeAnswer(v any) (answer, error) {
 // once; without sharing, 100 idle list watchers woken by one write built
 // and sent 776 MB. An answer is reused only briefly (answers that read the
 // gossip view, such as a node's lastSeen, must not freeze), and only while
-// the sum of the kept bodies stays bounded. It is dropped when its time is
-// up, not when the map next grows: a walk of a list left its last 64 MiB
-// of pages held until the same pages were asked for again.
+// the sum of the kept bodies stays bounded. Each read drops the answers
+// whose time is up, oldest first; the map used to be swept only once it
+// held 256 entries, so a walk of a list left up to 64 MiB of its pages
+// held until other reads came. An idle server still holds the last
+// second's answers until its next read.
 const (
 	sharedTTL      = time.Second
 	sharedMaxBytes = 64 << 20
@@ -57,10 +58,8 @@ type sharedAnswers struct {
 	entries map[string]*sharedEntry
 	bytes   int
 	// kept are the entries whose bodies count in bytes, in the order they
-	// were kept, which is the order they expire in; sweep is pending while
-	// there are some.
-	kept  []keptAnswer
-	sweep *time.Timer
+	// were kept, which is the order they expire in.
+	kept []keptAnswer
 }
 
 type keptAnswer struct {
@@ -120,25 +119,11 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 	return ans, err
 }
 
-// keep counts e's body and schedules its expiry (the caller holds mu).
+// keep counts e's body, to expire in turn (the caller holds mu).
 func (s *sharedAnswers) keep(key string, e *sharedEntry) {
 	e.kept = true
 	s.bytes += len(e.ans.body)
 	s.kept = append(s.kept, keptAnswer{key, e})
-	if s.sweep == nil {
-		s.sweepAfter(sharedTTL)
-	}
-}
-
-// sweepAfter schedules sweepExpired (the caller holds mu). The timer holds
-// the answers weakly: it does not keep a stopped server's pages.
-func (s *sharedAnswers) sweepAfter(d time.Duration) {
-	w := weak.Make(s)
-	s.sweep = time.AfterFunc(d, func() {
-		if s := w.Value(); s != nil {
-			s.sweepExpired()
-		}
-	})
 }
 
 // unkeep stops counting e's body (the caller holds mu).
@@ -159,19 +144,6 @@ func (s *sharedAnswers) expire(now time.Time) {
 		}
 	}
 	s.kept = slices.Delete(s.kept, 0, n)
-}
-
-// sweepExpired expires the answers when no request comes to: an idle
-// server does not hold the last pages it served.
-func (s *sharedAnswers) sweepExpired() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := time.Now()
-	s.expire(now)
-	s.sweep = nil
-	if len(s.kept) > 0 {
-		s.sweepAfter(s.kept[0].e.at.Add(sharedTTL).Sub(now))
-	}
 }
 
 // shareKey names what a read answers: its path and every query parameter
