@@ -44,10 +44,8 @@ func encodeAnswer(v any) (answer, error) {
 // and sent 776 MB. An answer is reused only briefly (answers that read the
 // gossip view, such as a node's lastSeen, must not freeze), and only while
 // the sum of the kept bodies stays bounded. Each read drops the answers
-// whose time is up, oldest first; the map used to be swept only once it
-// held 256 entries, so a walk of a list left up to 64 MiB of its pages
-// held until other reads came. An idle server still holds the last
-// second's answers until its next read.
+// whose time is up, oldest first, so a walk of a list does not leave its
+// pages held (an idle server holds the last second's until its next read).
 const (
 	sharedTTL      = time.Second
 	sharedMaxBytes = 64 << 20
@@ -57,9 +55,10 @@ type sharedAnswers struct {
 	mu      sync.Mutex
 	entries map[string]*sharedEntry
 	bytes   int
-	// kept are the entries whose bodies count in bytes, in the order they
-	// were kept, which is the order they expire in.
+	// kept[head:] are the entries whose bodies count in bytes, in the
+	// order they were kept, which is the order they expire in.
 	kept []keptAnswer
+	head int
 }
 
 type keptAnswer struct {
@@ -134,16 +133,20 @@ func (s *sharedAnswers) unkeep(e *sharedEntry) {
 
 // expire drops the answers kept for the TTL (the caller holds mu).
 func (s *sharedAnswers) expire(now time.Time) {
-	n := 0
-	for ; n < len(s.kept) && now.Sub(s.kept[n].e.at) >= sharedTTL; n++ {
-		if k := s.kept[n]; k.e.kept {
+	for ; s.head < len(s.kept) && now.Sub(s.kept[s.head].e.at) >= sharedTTL; s.head++ {
+		if k := s.kept[s.head]; k.e.kept {
 			if s.entries[k.key] == k.e {
 				delete(s.entries, k.key)
 			}
 			s.unkeep(k.e)
 		}
+		s.kept[s.head] = keptAnswer{}
 	}
-	s.kept = slices.Delete(s.kept, 0, n)
+	if s.head > len(s.kept)/2 { // move the rest down, at most as many as were dropped
+		n := copy(s.kept, s.kept[s.head:])
+		clear(s.kept[n:])
+		s.kept, s.head = s.kept[:n], 0
+	}
 }
 
 // shareKey names what a read answers: its path and every query parameter
