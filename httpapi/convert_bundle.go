@@ -55,7 +55,19 @@ func withoutReservedTags(s *api.BundleSpec) {
 // primary); the ledger slot stays internal.
 func bundleToAPI(b *fsm.Bundle) api.Bundle {
 	var out api.Bundle
-	bundlePair.ToAPI(&out, b)
+	bundleToAPIInto(&out, b)
+	return out
+}
+
+// bundleToAPIInto renders b into out, overwriting all of it but reusing
+// its lists of jobs, replicas and placements: a list page renders each of
+// its bundles into one value it encodes at once, instead of a value (and
+// its copy in an interface) per bundle.
+func bundleToAPIInto(out *api.Bundle, b *fsm.Bundle) {
+	jobs, reps := out.Jobs[:0], out.Replicas
+	*out = api.Bundle{}
+	out.Jobs = jobs // the converter refills it in place
+	bundlePair.ToAPI(out, b)
 	out.EffectivePriority = b.Spec.EffectivePriority()
 	if out.Jobs == nil {
 		out.Jobs = []api.Job{}
@@ -67,15 +79,18 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 	if out.Explain != nil && out.Explain.Filtered == nil {
 		out.Explain.Filtered = map[string]int{}
 	}
-	out.Replicas = make([]api.Replica, len(b.Replicas))
+	out.Replicas = resized(reps, len(b.Replicas))
 	for i := range b.Replicas {
 		r, rep := &b.Replicas[i], &out.Replicas[i]
+		placed := rep.Jobs
+		*rep = api.Replica{}
 		replicaPair.ToAPI(rep, r)
 		rep.Index = i
 		if i == 0 && !b.Spec.IsService() {
 			rep.Epoch = b.Epoch
 		}
-		rep.Jobs = make([]api.JobPlacement, len(r.Jobs))
+		rep.Jobs = resized(placed, len(r.Jobs))
+		clear(rep.Jobs)
 		for k := range r.Jobs {
 			placementPair.ToAPI(&rep.Jobs[k], &r.Jobs[k])
 			rep.Jobs[k].Cores, rep.Jobs[k].GPU, rep.Jobs[k].GPUs = grantDevices(r.Jobs[k].Grant)
@@ -88,7 +103,6 @@ func bundleToAPI(b *fsm.Bundle) api.Bundle {
 			}
 		}
 	}
-	return out
 }
 
 // grantDevices is a grant's pinned cores, GPU share and exclusive GPUs.

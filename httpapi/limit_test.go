@@ -196,3 +196,28 @@ func TestListStopsWhenClientLeaves(t *testing.T) {
 		t.Fatalf("page for a client gone: %v", err)
 	}
 }
+
+// TestSharedAnswersExpire: a read drops every kept answer whose time is
+// up, whatever its key, and their bytes with them.
+func TestSharedAnswersExpire(t *testing.T) {
+	s := newSharedAnswers()
+	get := func(key string) {
+		t.Helper()
+		if _, err := s.get(t.Context(), key, 1, func() (answer, error) { return answer{body: []byte(key)}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range []string{"a", "bb", "ccc"} {
+		get(key)
+	}
+	if s.bytes != 6 || len(s.kept)-s.head != 3 {
+		t.Fatalf("%d bytes, %d kept; want 6 and 3", s.bytes, len(s.kept)-s.head)
+	}
+	for _, k := range s.kept[s.head : s.head+2] { // a and bb are a TTL old
+		k.e.at = time.Now().Add(-2 * sharedTTL)
+	}
+	get("dddd")
+	if _, ok := s.entries["ccc"]; len(s.entries) != 2 || !ok || s.bytes != 7 || len(s.kept)-s.head != 2 {
+		t.Fatalf("after expiry: %d entries, %d bytes, %d kept; want ccc and dddd, 7 bytes", len(s.entries), s.bytes, len(s.kept)-s.head)
+	}
+}

@@ -54,6 +54,8 @@ type listing[T any] struct {
 // renderer turns a row into its API forms. full is the whole object (what
 // ?full=true answers and ?filter sees); summary is the default entry,
 // given the row and, when one was built, its full form (nil otherwise).
+// A form is used only until the next row is rendered, so a renderer may
+// return the same value (a pointer to it) each time.
 type renderer[T any] struct {
 	full    func(*T) any
 	summary func(row *T, full any) any
@@ -103,12 +105,14 @@ func serveList[T any](s *Server, l listing[T]) echo.HandlerFunc {
 
 // page builds one page: up to perPage entries after the token that pass
 // the narrowing and the filter, examining at most p.maxScan rows. The next
-// page starts after the last row examined, served or skipped.
+// page starts after the last row examined, served or skipped. Each entry is
+// encoded as it is rendered (page_encode.go); an error leaves nothing.
 func (l listing[T]) page(ctx context.Context, st *fsm.State, p listParams, keep func(*T) bool, r renderer[T]) (pageResult, error) {
-	items := make([]any, 0, min(p.perPage, 128))
+	enc := newPageEncoder()
+	defer enc.release()
 	last, scanned, more := "", 0, false
 	for row := range l.scan(st, p.after, p.prefix) {
-		if len(items) == p.perPage || scanned == p.maxScan {
+		if enc.n == p.perPage || scanned == p.maxScan {
 			more = true // a row follows
 			break
 		}
@@ -122,14 +126,14 @@ func (l listing[T]) page(ctx context.Context, st *fsm.State, p listParams, keep 
 			continue
 		}
 		item, ok, err := l.entry(ctx, row, p, r)
+		if err == nil && ok {
+			err = enc.add(item)
+		}
 		if err != nil {
 			return pageResult{}, err
 		}
-		if ok {
-			items = append(items, item)
-		}
 	}
-	res := pageResult{items: items}
+	res := pageResult{body: enc.finish()}
 	if more {
 		res.next = encodeToken(l.name, last)
 	}

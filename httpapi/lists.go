@@ -20,10 +20,17 @@ var bundleListing = listing[fsm.Bundle]{
 			return (pool == "" || b.Spec.Pool == pool) && (state == "" || b.State == state)
 		}, err
 	},
+	// A page renders each bundle into one value and encodes it before the
+	// next (list.go): a pointer to it is an entry, not a copy per bundle.
 	render: func(*Server, *fsm.State) renderer[fsm.Bundle] {
+		var whole api.Bundle
+		var summary api.BundleSummary
 		return renderer[fsm.Bundle]{
-			full:    func(b *fsm.Bundle) any { return bundleToAPI(b) },
-			summary: func(b *fsm.Bundle, _ any) any { return bundleSummary(b) },
+			full: func(b *fsm.Bundle) any { bundleToAPIInto(&whole, b); return &whole },
+			summary: func(b *fsm.Bundle, _ any) any {
+				bundleSummaryInto(&summary, b)
+				return &summary
+			},
 		}
 	},
 }

@@ -20,25 +20,22 @@ type answer struct {
 	next string
 }
 
-// pageResult is what a list's readFunc returns: the page's items and the
-// next page's token ("" on the last).
+// pageResult is what a list's readFunc returns: the page's encoded body
+// and the next page's token ("" on the last).
 type pageResult struct {
-	items any
-	next  string
+	body []byte
+	next string
 }
 
 func encodeAnswer(v any) (answer, error) {
-	var a answer
 	if p, ok := v.(pageResult); ok {
-		v, a.next = p.items, p.next
+		return answer(p), nil
 	}
 	body, err := json.Marshal(v)
 	if err != nil {
 		return answer{}, fmt.Errorf("encode answer: %w", err)
 	}
-	body = append(body, '\n')
-	a.body = body
-	return a, nil
+	return answer{body: append(body, '\n')}, nil
 }
 
 // Shared answers: requests for the same thing at the same state index get
@@ -46,17 +43,27 @@ func encodeAnswer(v any) (answer, error) {
 // once; without sharing, 100 idle list watchers woken by one write built
 // and sent 776 MB. An answer is reused only briefly (answers that read the
 // gossip view, such as a node's lastSeen, must not freeze), and only while
-// the sum of the kept bodies stays bounded.
+// the sum of the kept bodies stays bounded. Each read drops the answers
+// whose time is up, oldest first, so a walk of a list does not leave its
+// pages held (an idle server holds the last second's until its next read).
 const (
 	sharedTTL      = time.Second
 	sharedMaxBytes = 64 << 20
-	sharedSweepAt  = 256 // entries; beyond it each insert drops the expired
 )
 
 type sharedAnswers struct {
 	mu      sync.Mutex
 	entries map[string]*sharedEntry
 	bytes   int
+	// kept[head:] are the entries whose bodies count in bytes, in the
+	// order they were kept, which is the order they expire in.
+	kept []keptAnswer
+	head int
+}
+
+type keptAnswer struct {
+	key string
+	e   *sharedEntry
 }
 
 type sharedEntry struct {
@@ -65,6 +72,7 @@ type sharedEntry struct {
 	ans   answer
 	ok    bool
 	at    time.Time
+	kept  bool // its body counts in bytes (under mu)
 }
 
 func newSharedAnswers() *sharedAnswers { return &sharedAnswers{entries: map[string]*sharedEntry{}} }
@@ -74,6 +82,7 @@ func newSharedAnswers() *sharedAnswers { return &sharedAnswers{entries: map[stri
 // leader failed (its client left, it was turned away) computes its own.
 func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compute func() (answer, error)) (answer, error) {
 	s.mu.Lock()
+	s.expire(time.Now())
 	e := s.entries[key]
 	if e != nil && e.index == index && (e.at.IsZero() || time.Since(e.at) < sharedTTL) {
 		s.mu.Unlock()
@@ -88,7 +97,10 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 		return compute()
 	}
 	e = &sharedEntry{index: index, ready: make(chan struct{})}
-	s.put(key, e)
+	if old := s.entries[key]; old != nil && old.kept {
+		s.unkeep(old)
+	}
+	s.entries[key] = e
 	s.mu.Unlock()
 
 	ans, err := compute()
@@ -98,7 +110,7 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 		if err != nil || s.bytes+len(ans.body) > sharedMaxBytes {
 			delete(s.entries, key)
 		} else {
-			s.bytes += len(ans.body)
+			s.keep(key, e)
 		}
 	}
 	close(e.ready)
@@ -106,21 +118,34 @@ func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compu
 	return ans, err
 }
 
-// put installs e under key (the caller holds mu), dropping what it
-// replaces and, when the map has grown, every expired entry.
-func (s *sharedAnswers) put(key string, e *sharedEntry) {
-	if old := s.entries[key]; old != nil && !old.at.IsZero() {
-		s.bytes -= len(old.ans.body)
-	}
-	s.entries[key] = e
-	if len(s.entries) < sharedSweepAt {
-		return
-	}
-	for k, old := range s.entries {
-		if !old.at.IsZero() && time.Since(old.at) >= sharedTTL {
-			s.bytes -= len(old.ans.body)
-			delete(s.entries, k)
+// keep counts e's body, to expire in turn (the caller holds mu).
+func (s *sharedAnswers) keep(key string, e *sharedEntry) {
+	e.kept = true
+	s.bytes += len(e.ans.body)
+	s.kept = append(s.kept, keptAnswer{key, e})
+}
+
+// unkeep stops counting e's body (the caller holds mu).
+func (s *sharedAnswers) unkeep(e *sharedEntry) {
+	s.bytes -= len(e.ans.body)
+	e.kept = false
+}
+
+// expire drops the answers kept for the TTL (the caller holds mu).
+func (s *sharedAnswers) expire(now time.Time) {
+	for ; s.head < len(s.kept) && now.Sub(s.kept[s.head].e.at) >= sharedTTL; s.head++ {
+		if k := s.kept[s.head]; k.e.kept {
+			if s.entries[k.key] == k.e {
+				delete(s.entries, k.key)
+			}
+			s.unkeep(k.e)
 		}
+		s.kept[s.head] = keptAnswer{}
+	}
+	if s.head > len(s.kept)/2 { // move the rest down, at most as many as were dropped
+		n := copy(s.kept, s.kept[s.head:])
+		clear(s.kept[n:])
+		s.kept, s.head = s.kept[:n], 0
 	}
 }
 

@@ -12,17 +12,35 @@ import (
 // thousand bundles shows, a tenth of the bytes of the whole objects.
 
 func bundleSummary(b *fsm.Bundle) api.BundleSummary {
-	out := api.BundleSummary{
+	var out api.BundleSummary
+	bundleSummaryInto(&out, b)
+	return out
+}
+
+// bundleSummaryInto renders b's summary into out, overwriting all of it
+// but reusing its lists and maps: a list page renders each of its
+// bundles into one value it encodes at once.
+func bundleSummaryInto(out *api.BundleSummary, b *fsm.Bundle) {
+	reps, degs := out.Replicas, out.Degradations
+	*out = api.BundleSummary{
 		ID: b.Spec.ID, Pool: b.Spec.Pool, Priority: b.Spec.Priority, Kind: b.Spec.KindName(),
 		EffectivePriority: b.Spec.EffectivePriority(), State: b.State, Epoch: b.Epoch,
 		Jobs: len(b.Spec.Jobs), WantReplicas: b.Spec.Replicas(),
-		Replicas:     make([]api.ReplicaSummary, len(b.Replicas)),
-		Degradations: make([]string, len(b.Degradations)),
+		Replicas:     resized(reps, len(b.Replicas)),
+		Degradations: resized(degs, len(b.Degradations)),
 		Explained:    b.Explain != nil,
 		CreateIndex:  b.CreateIndex, ModifyIndex: b.ModifyIndex,
 	}
 	for i, r := range b.Replicas {
-		rs := api.ReplicaSummary{Role: r.Role, State: r.State, Nodes: []string{}, Statuses: map[string]int{}}
+		rs := &out.Replicas[i]
+		rs.Role, rs.State, rs.Nodes = r.Role, r.State, rs.Nodes[:0]
+		if rs.Nodes == nil {
+			rs.Nodes = []string{}
+		}
+		if rs.Statuses == nil {
+			rs.Statuses = map[string]int{}
+		}
+		clear(rs.Statuses)
 		for _, j := range r.Jobs {
 			status := j.Status
 			if !j.Placed() {
@@ -33,12 +51,20 @@ func bundleSummary(b *fsm.Bundle) api.BundleSummary {
 				rs.Nodes = append(rs.Nodes, j.NodeID)
 			}
 		}
-		out.Replicas[i] = rs
 	}
 	for i, d := range b.Degradations {
 		out.Degradations[i] = d.Code
 	}
-	return out
+}
+
+// resized is s holding n elements, never nil, reusing its array when it
+// is long enough; the elements kept from before are the caller's to
+// overwrite.
+func resized[E any](s []E, n int) []E {
+	if s == nil || cap(s) < n {
+		return make([]E, n)
+	}
+	return s[:n]
 }
 
 // summary is a node's list entry, from its whole API form (which the view

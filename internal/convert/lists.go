@@ -16,12 +16,20 @@ type sliceHeader struct {
 
 // makeSlice sets the list of type t at p to n zero elements and returns
 // their address. Grow allocates them in place; MakeSlice and Set would
-// also box a slice header, an allocation per list.
+// also box a slice header, an allocation per list. A list already at p
+// with room for n is reused, zeroed: every conversion but one writes into
+// a zero value, and that one (a list page's entry, rendered into one value
+// per page) owns what it holds.
 func makeSlice(t reflect.Type, p unsafe.Pointer, n int) unsafe.Pointer {
 	v := reflect.NewAt(t, p).Elem()
 	if n == 0 {
 		v.Set(reflect.MakeSlice(t, 0, 0)) // empty, not nil
 		return nil
+	}
+	if v.Cap() >= n {
+		v.SetLen(n)
+		v.Clear()
+		return v.UnsafePointer()
 	}
 	v.SetZero()
 	v.Grow(n)
