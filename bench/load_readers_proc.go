@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"time"
 )
 
@@ -45,34 +42,22 @@ func init() {
 // startReaderProcess starts the readers' process for d and returns a
 // function that waits for it and adds what it counted to counts.
 func startReaderProcess(ctx context.Context, c *loadCluster, n int, d time.Duration, counts *loadCounts) (func() error, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("readers: find the executable: %w", err)
-	}
 	args := readersChildArgs{Tokens: c.read, Clients: n, For: d}
 	for _, s := range c.servers {
 		args.Servers = append(args.Servers, s.http)
 	}
-	arg, err := json.Marshal(args)
+	wait, err := startChild(ctx, readersChildEnv, args)
 	if err != nil {
 		return nil, fmt.Errorf("readers: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), readersChildEnv+"="+string(arg))
-	cmd.Stderr = os.Stderr
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("readers: start the child: %w", err)
-	}
 	return func() error {
-		runErr := cmd.Wait()
 		var out readersChildOut
-		if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-			return errors.Join(fmt.Errorf("readers: child process: %w", err), runErr)
-		}
+		err := wait(&out)
 		counts.add(out)
-		return runErr
+		if err != nil {
+			return fmt.Errorf("readers: %w", err)
+		}
+		return nil
 	}, nil
 }
 

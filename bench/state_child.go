@@ -1,14 +1,11 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 )
 
 // The state suite measures the resident memory of one server's state, so it
@@ -38,28 +35,19 @@ func init() {
 }
 
 func runState(ctx context.Context, o Options) ([]Result, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("state: find the executable: %w", err)
-	}
-	arg, err := json.Marshal(stateChildArgs{Quick: o.Quick, Dir: o.Dir})
+	wait, err := startChild(ctx, stateChildEnv, stateChildArgs{Quick: o.Quick, Dir: o.Dir})
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe)
-	cmd.Env = append(os.Environ(), stateChildEnv+"="+string(arg))
-	cmd.Stderr = os.Stderr
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	runErr := cmd.Run()
 	var out stateChildOut
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return nil, errors.Join(fmt.Errorf("state: child process: %w", err), runErr)
-	}
+	werr := wait(&out) // out stays empty when the child answered nothing
 	if out.Err != "" {
 		return out.Results, fmt.Errorf("state: %s", out.Err)
 	}
-	return out.Results, runErr
+	if werr != nil {
+		return out.Results, fmt.Errorf("state: %w", werr)
+	}
+	return out.Results, nil
 }
 
 // stateChild runs the suite for runState and returns the exit code.
