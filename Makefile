@@ -158,7 +158,9 @@ cluster-down:
 # `make jepsen`: RUNS runs per nemesis (default 3) for DURATION (default 60s),
 # a fresh cluster each, and writes docs/reliability.md (runs, operations,
 # violations by checker, lost acks, over-commits, worst convergence per
-# nemesis). NEMESES=pause,bridge narrows either.
+# nemesis). NEMESES=pause,bridge narrows either; jepsen then replaces only
+# those nemeses' rows (docs/reliability.json keeps them), so the RUNS=20
+# matrix can be run a few nemeses at a time.
 RUNS     ?= 3
 DURATION ?=
 NEMESES  ?=

@@ -45,10 +45,7 @@ func TestJepsen(t *testing.T) {
 	commit := commitInfo(t.Context())
 	outDir := filepath.Join("out", started.Format("20060102-150405"))
 	var reports []check.Report
-	t.Cleanup(func() {
-		printReports(t, outDir, reports)
-		writeReliability(t, s, started, commit, reports)
-	})
+	t.Cleanup(func() { printReports(t, outDir, reports) })
 	next := func(rs runSpec) runSpec {
 		rs.seed, rs.duration, rs.outDir = seed, s.duration, outDir
 		seed++
@@ -59,7 +56,13 @@ func TestJepsen(t *testing.T) {
 		failIfViolated(t, rep, outDir)
 	}
 	if s.full {
-		runFull(t, s, next, add)
+		// The report is written after every nemesis, so a matrix cut
+		// short keeps the nemeses it finished.
+		took := map[string]time.Duration{}
+		runFull(t, s, next, add, func(nemesis string, d time.Duration) {
+			took[nemesis] = d
+			writeReliability(t, s, started, commit, reports, took)
+		})
 	} else {
 		runSmoke(t, s, next, add)
 	}
@@ -94,9 +97,12 @@ func runSmoke(t *testing.T, s settings, next func(runSpec) runSpec, add func(*te
 	}
 }
 
-// runFull runs every nemesis s.runs times, each on a fresh cluster.
-func runFull(t *testing.T, s settings, next func(runSpec) runSpec, add func(*testing.T, check.Report)) {
+// runFull runs every nemesis s.runs times, each on a fresh cluster, and
+// calls done after each nemesis's last run.
+func runFull(t *testing.T, s settings, next func(runSpec) runSpec, add func(*testing.T, check.Report),
+	done func(nemesis string, took time.Duration)) {
 	for _, n := range s.nemeses {
+		start := time.Now()
 		for i := 1; i <= s.runs; i++ {
 			name := fmt.Sprintf("%s-%d", n.name, i)
 			t.Run(name, func(t *testing.T) {
@@ -104,6 +110,7 @@ func runFull(t *testing.T, s settings, next func(runSpec) runSpec, add func(*tes
 				add(t, runOne(t.Context(), c, next(runSpec{name: name, nemesis: n})))
 			})
 		}
+		done(n.name, time.Since(start))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -16,10 +17,12 @@ import (
 	"github.com/amserver/amserver/e2e/check"
 )
 
-// writeReliability writes the full matrix's reliability report to the path
-// in AMSERVER_E2E_REPORT (make jepsen: docs/reliability.md), if set.
-// commit is the tree's commit, read when the matrix started.
-func writeReliability(t *testing.T, s settings, started time.Time, commit string, reports []check.Report) {
+// writeReliability merges this invocation's runs into the record beside
+// the report in AMSERVER_E2E_REPORT (make jepsen: docs/reliability.json
+// and docs/reliability.md), if set: the nemeses that ran replace their
+// rows, the others keep theirs. commit is the tree's commit, read when the
+// matrix started; took is each finished nemesis's wall time.
+func writeReliability(t *testing.T, s settings, started time.Time, commit string, reports []check.Report, took map[string]time.Duration) {
 	path := os.Getenv("AMSERVER_E2E_REPORT")
 	if path == "" || !s.full || len(reports) == 0 {
 		return
@@ -35,18 +38,29 @@ func writeReliability(t *testing.T, s settings, started time.Time, commit string
 	}
 	meta := check.RunMeta{Date: started, Commit: commit, Machine: machineInfo(ctx), Runs: s.runs,
 		Duration: s.duration, Took: time.Since(started), Secure: os.Getenv("AMSERVER_E2E_SECURE") == "1", Command: cmd}
+	recPath := strings.TrimSuffix(path, filepath.Ext(path)) + ".json"
+	rec, err := check.ReadRecord(recPath)
+	if err != nil {
+		t.Errorf("%v", err)
+		return
+	}
+	rec.Merge(meta, reports, took)
+	if err := check.WriteRecord(recPath, rec); err != nil {
+		t.Errorf("%v", err)
+		return
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Errorf("reliability report: %v", err)
 		return
 	}
-	if err := check.WriteReliability(f, meta, reports, convergeWithin); err != nil {
+	if err := check.WriteReliability(f, rec, convergeWithin); err != nil {
 		t.Errorf("%v", err)
 	}
 	if err := f.Close(); err != nil {
 		t.Errorf("reliability report: %v", err)
 	}
-	t.Logf("reliability report written to %s", path)
+	t.Logf("reliability report written to %s and %s", path, recPath)
 }
 
 // commitInfo is the short commit, marked dirty when the tree has changes
@@ -56,7 +70,7 @@ func commitInfo(ctx context.Context) string {
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
-	status, err := run(ctx, "git", "status", "--porcelain", "--untracked-files=no", "--", "..", ":!../docs/reliability.md")
+	status, err := run(ctx, "git", "status", "--porcelain", "--untracked-files=no", "--", "..", ":!../docs/reliability.md", ":!../docs/reliability.json")
 	if err == nil && status != "" {
 		head += "-dirty"
 	}

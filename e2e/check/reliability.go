@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -54,10 +55,7 @@ func Summarize(reports []Report) []NemesisSummary {
 	var out []NemesisSummary
 	index := map[string]int{}
 	for _, r := range reports {
-		name := r.Nemesis
-		if name == "" {
-			name = r.Name
-		}
+		name := nemesisOf(r)
 		i, ok := index[name]
 		if !ok {
 			i = len(out)
@@ -67,6 +65,14 @@ func Summarize(reports []Report) []NemesisSummary {
 		out[i].add(r)
 	}
 	return out
+}
+
+// nemesisOf is the nemesis a report ran under (older reports: its name).
+func nemesisOf(r Report) string {
+	if r.Nemesis != "" {
+		return r.Nemesis
+	}
+	return r.Name
 }
 
 func (s *NemesisSummary) add(r Report) {
@@ -98,31 +104,47 @@ func (s *NemesisSummary) add(r Report) {
 	}
 }
 
-// WriteReliability writes docs/reliability.md: the header, one row per
-// nemesis, and the first violations of every failed run.
-func WriteReliability(w io.Writer, meta RunMeta, reports []Report, convergeWithin time.Duration) error {
+// WriteReliability writes docs/reliability.md from the record: the
+// header, the invocations the rows came from, one row per nemesis with
+// the total, and the first violations of every failed run.
+func WriteReliability(w io.Writer, rec Record, convergeWithin time.Duration) error {
 	var b strings.Builder
-	writeHeader(&b, meta, convergeWithin)
-	sums := Summarize(reports)
+	writeHeader(&b, convergeWithin)
+	writeInvocations(&b, rec)
 	cols := []string{"nemesis", "runs", "passed", "ops ok / failed / unknown"}
 	for _, c := range reportCheckers {
 		cols = append(cols, c.title)
 	}
-	cols = append(cols, "other", "lost acks", "over-commits", "worst convergence")
+	cols = append(cols, "other", "lost acks", "over-commits", "worst convergence", "ran")
 	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat(" --- |", len(cols)))
 	var total NemesisSummary
 	total.Nemesis, total.Violations = "**all**", map[string]int{}
-	for _, s := range sums {
-		writeRow(&b, s, convergeWithin)
-		total.merge(s)
+	var failures []string
+	for _, row := range rec.Rows {
+		writeRow(&b, row.Summary, convergeWithin, ranCell(row.Meta))
+		total.merge(row.Summary)
+		failures = append(failures, row.Failures...)
 	}
-	writeRow(&b, total, convergeWithin)
-	writeFailures(&b, reports)
+	writeRow(&b, total, convergeWithin, "")
+	if len(failures) == 0 {
+		b.WriteString("\nEvery run passed every check.\n")
+	} else {
+		b.WriteString("\n## Failed runs\n\n" + strings.Join(failures, "\n") + "\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	if err != nil {
 		return fmt.Errorf("write reliability report: %w", err)
 	}
 	return nil
+}
+
+// ranCell names a row's run: when, on what, how many and how long.
+func ranCell(m RunMeta) string {
+	cell := fmt.Sprintf("%s, %s, %d × %s", m.Date.UTC().Format("2006-01-02 15:04"), m.Commit, m.Runs, m.Duration)
+	if m.Secure {
+		cell += ", secure"
+	}
+	return cell
 }
 
 func (s *NemesisSummary) merge(o NemesisSummary) {
@@ -140,18 +162,12 @@ func (s *NemesisSummary) merge(o NemesisSummary) {
 	s.NotConverged += o.NotConverged
 }
 
-func writeHeader(b *strings.Builder, meta RunMeta, convergeWithin time.Duration) {
-	mode := "plain (no ACLs, no TLS)"
-	if meta.Secure {
-		mode = "secure (ACLs, TLS with client certificates, mutual TLS on Raft, gossip encryption)"
-	}
+func writeHeader(b *strings.Builder, convergeWithin time.Duration) {
 	fmt.Fprintf(b, "# Reliability: the fault matrix on Docker\n\n")
-	fmt.Fprintf(b, "Written by `%s` (e2e/jepsen_test.go); do not edit by hand.\n\n", meta.Command)
-	fmt.Fprintf(b, "- Date: %s\n", meta.Date.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(b, "- Commit: %s\n", meta.Commit)
-	fmt.Fprintf(b, "- Machine: %s\n", meta.Machine)
-	fmt.Fprintf(b, "- RUNS=%d per nemesis, %s of workload each, a fresh cluster per run; deployment %s; the whole matrix took %s\n\n",
-		meta.Runs, meta.Duration, mode, meta.Took.Round(time.Second))
+	fmt.Fprintf(b, "Written by `make jepsen` (e2e/jepsen_test.go) from docs/reliability.json; do not edit by hand. "+
+		"Each row is the latest run of its nemesis to the end: `make jepsen RUNS=20 NEMESES=a,b` replaces rows a and b "+
+		"and keeps the others, so rows can come from different days and commits; the last column says which, "+
+		"and how many runs of how much workload each. Every run gets a fresh cluster.\n\n")
 	fmt.Fprintf(b, "Operations are the workload's requests: ok (acknowledged), failed (definitely not applied) and "+
 		"unknown (timed out or cut off: may or may not have applied). Violation columns count what each checker "+
 		"found, summed over the runs; \"other\" is the final-register check, the evidence minimums, convergence and "+
@@ -162,7 +178,41 @@ func writeHeader(b *strings.Builder, meta RunMeta, convergeWithin time.Duration)
 		"runs that did not converge within %s are counted apart.\n\n", convergeWithin)
 }
 
-func writeRow(b *strings.Builder, s NemesisSummary, convergeWithin time.Duration) {
+// writeInvocations lists the `make jepsen` runs the rows came from, the
+// machine each ran on and how long each nemesis took there.
+func writeInvocations(b *strings.Builder, rec Record) {
+	type inv struct {
+		meta    RunMeta
+		nemeses []string
+	}
+	var invs []inv
+	for _, row := range rec.Rows {
+		m := row.Meta
+		i := slices.IndexFunc(invs, func(v inv) bool { return v.meta.Date.Equal(m.Date) && v.meta.Commit == m.Commit })
+		if i < 0 {
+			i = len(invs)
+			invs = append(invs, inv{meta: m})
+		}
+		took := row.Summary.Nemesis
+		if m.Took > 0 { // rows carried over from the one-piece report have none
+			took += " " + m.Took.Round(time.Second).String()
+		}
+		invs[i].nemeses = append(invs[i].nemeses, took)
+	}
+	b.WriteString("Runs:\n\n")
+	for _, v := range invs {
+		mode := "plain (no ACLs, no TLS)"
+		if v.meta.Secure {
+			mode = "secure (ACLs, TLS with client certificates, mutual TLS on Raft, gossip encryption)"
+		}
+		fmt.Fprintf(b, "- %s, commit %s: `%s`, %s of workload a run, deployment %s. Machine: %s. Nemeses (and the time each took): %s.\n",
+			v.meta.Date.UTC().Format("2006-01-02 15:04 UTC"), v.meta.Commit, v.meta.Command, v.meta.Duration, mode,
+			v.meta.Machine, strings.Join(v.nemeses, ", "))
+	}
+	b.WriteString("\n")
+}
+
+func writeRow(b *strings.Builder, s NemesisSummary, convergeWithin time.Duration, ran string) {
 	cells := []string{s.Nemesis, fmt.Sprint(s.Runs), fmt.Sprint(s.Passed),
 		fmt.Sprintf("%d / %d / %d", s.Acked, s.Failed, s.Unknown)}
 	for _, c := range reportCheckers {
@@ -175,13 +225,13 @@ func writeRow(b *strings.Builder, s NemesisSummary, convergeWithin time.Duration
 	if s.NotConverged > 0 {
 		conv += fmt.Sprintf(" (%d not within %s)", s.NotConverged, convergeWithin)
 	}
-	cells = append(cells, fmt.Sprint(s.Violations["other"]), fmt.Sprint(s.LostAcks), fmt.Sprint(s.OverCommits), conv)
+	cells = append(cells, fmt.Sprint(s.Violations["other"]), fmt.Sprint(s.LostAcks), fmt.Sprint(s.OverCommits), conv, ran)
 	fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 }
 
-// writeFailures lists, per failed run, its seed and the first violation
+// failureLines lists, per failed run, its seed and the first violation
 // of each failed check: enough to find the run under e2e/out.
-func writeFailures(b *strings.Builder, reports []Report) {
+func failureLines(reports []Report) []string {
 	var lines []string
 	for _, r := range reports {
 		if r.OK {
@@ -199,12 +249,7 @@ func writeFailures(b *strings.Builder, reports []Report) {
 			lines = append(lines, fmt.Sprintf("  - %s, %d%s", res.Name, violationCount(res), first))
 		}
 	}
-	if len(lines) == 0 {
-		b.WriteString("\nEvery run passed every check.\n")
-		return
-	}
-	b.WriteString("\n## Failed runs\n\n")
-	b.WriteString(strings.Join(lines, "\n") + "\n")
+	return lines
 }
 
 // clip keeps a violation on one line of at most n runes.

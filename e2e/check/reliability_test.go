@@ -1,6 +1,8 @@
 package check
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -67,17 +69,19 @@ func TestWriteReliability(t *testing.T) {
 	var b strings.Builder
 	meta := RunMeta{Date: time.Date(2026, 12, 2, 1, 30, 0, 0, time.UTC), Commit: "abc1234", Machine: "2 cores",
 		Runs: 2, Duration: time.Minute, Took: 90 * time.Minute, Command: "make jepsen RUNS=2"}
-	if err := WriteReliability(&b, meta, syntheticReports(), 10*time.Second); err != nil {
+	var rec Record
+	rec.Merge(meta, syntheticReports(), map[string]time.Duration{"kill-leader": 3 * time.Minute})
+	if err := WriteReliability(&b, rec, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
 	for _, want := range []string{
-		"- Date: 2026-12-02 01:30 UTC\n", "- Commit: abc1234\n", "- Machine: 2 cores\n",
-		"RUNS=2 per nemesis, 1m0s of workload each", "took 1h30m0s",
-		"| nemesis | runs | passed | ops ok / failed / unknown | linearizable | unique creates | placement | monotonic index | other | lost acks | over-commits | worst convergence |",
-		"| kill-leader | 2 | 1 | 150 / 15 / 3 | 1 | 2 | 0 | 0 | 1 | 2 | 0 | 3.4s |\n",
-		"| pause | 1 | 0 | 30 / 20 / 10 | 0 | 0 | 25 | 0 | 1 | 0 | 25 | - (1 not within 10s) |\n",
-		"| **all** | 3 | 1 | 180 / 35 / 13 | 1 | 2 | 25 | 0 | 2 | 2 | 25 | 3.4s (1 not within 10s) |\n",
+		"- 2026-12-02 01:30 UTC, commit abc1234: `make jepsen RUNS=2`, 1m0s of workload a run, deployment plain (no ACLs, no TLS). " +
+			"Machine: 2 cores. Nemeses (and the time each took): kill-leader 3m0s, pause 1h30m0s.\n",
+		"| nemesis | runs | passed | ops ok / failed / unknown | linearizable | unique creates | placement | monotonic index | other | lost acks | over-commits | worst convergence | ran |",
+		"| kill-leader | 2 | 1 | 150 / 15 / 3 | 1 | 2 | 0 | 0 | 1 | 2 | 0 | 3.4s | 2026-12-02 01:30, abc1234, 2 × 1m0s |\n",
+		"| pause | 1 | 0 | 30 / 20 / 10 | 0 | 0 | 25 | 0 | 1 | 0 | 25 | - (1 not within 10s) | 2026-12-02 01:30, abc1234, 2 × 1m0s |\n",
+		"| **all** | 3 | 1 | 180 / 35 / 13 | 1 | 2 | 25 | 0 | 2 | 2 | 25 | 3.4s (1 not within 10s) |  |\n",
 		"- **kill-leader-2** (seed 7):\n  - linearizable, 1: porcupine: not \\| linearizable at op 3\n",
 		"  - nemesis, 1: heal failed\n",
 	} {
@@ -86,10 +90,62 @@ func TestWriteReliability(t *testing.T) {
 		}
 	}
 	var passing strings.Builder
-	if err := WriteReliability(&passing, meta, syntheticReports()[:1], 10*time.Second); err != nil {
+	var clean Record
+	clean.Merge(meta, syntheticReports()[:1], nil)
+	if err := WriteReliability(&passing, clean, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(passing.String(), "Every run passed every check.") {
 		t.Errorf("a passing matrix does not say so:\n%s", passing.String())
+	}
+}
+
+// A later invocation replaces the rows of the nemeses it ran, with their
+// failures, and keeps the rest; the record survives a write and a read.
+func TestRecordMergeKeepsOtherNemeses(t *testing.T) {
+	first := RunMeta{Date: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Commit: "old", Runs: 2, Duration: time.Minute}
+	second := RunMeta{Date: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Commit: "new", Runs: 20, Duration: time.Minute, Secure: true}
+	var rec Record
+	rec.Merge(first, syntheticReports(), nil)
+	rerun := Report{Name: "kill-leader-1", Nemesis: "kill-leader", Acked: 7, OK: true}
+	rec.Merge(second, []Report{rerun}, map[string]time.Duration{"kill-leader": time.Hour})
+
+	path := filepath.Join(t.TempDir(), "reliability.json")
+	if err := WriteRecord(path, rec); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rows) != 2 {
+		t.Fatalf("rows %+v, want kill-leader and pause", got.Rows)
+	}
+	kl, p := got.Rows[0], got.Rows[1]
+	if kl.Summary.Nemesis != "kill-leader" || kl.Summary.Runs != 1 || kl.Summary.Acked != 7 || kl.Meta.Commit != "new" ||
+		kl.Meta.Took != time.Hour || !kl.Meta.Secure || len(kl.Failures) != 0 {
+		t.Errorf("kill-leader row not replaced by the rerun: %+v", kl)
+	}
+	if p.Summary.Nemesis != "pause" || p.Summary.Runs != 1 || p.Meta.Commit != "old" || len(p.Failures) == 0 ||
+		p.Summary.Violations["placement"] != 25 {
+		t.Errorf("pause row not kept: %+v", p)
+	}
+	if cell := ranCell(kl.Meta); cell != "2026-12-02 12:00, new, 20 × 1m0s, secure" {
+		t.Errorf("ran cell %q", cell)
+	}
+}
+
+func TestReadRecord(t *testing.T) {
+	dir := t.TempDir()
+	rec, err := ReadRecord(filepath.Join(dir, "missing.json"))
+	if err != nil || len(rec.Rows) != 0 {
+		t.Errorf("missing record: %+v, %v; want empty, nil", rec, err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{rows"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRecord(bad); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Errorf("garbled record: %v, want an error naming the file", err)
 	}
 }
