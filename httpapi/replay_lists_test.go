@@ -75,7 +75,10 @@ func TestClientAndForwardAgreeOnReplays(t *testing.T) {
 		func(ctx context.Context) error { return c.ReportStatus(ctx, "n1", "a1", api.AssignmentStatus{}) },
 		func(ctx context.Context) error { _, err := c.PutService(ctx, api.NodeService{ID: "s"}); return err },
 		func(ctx context.Context) error { return c.DeleteService(ctx, "s") },
-		func(ctx context.Context) error { _, err := c.PutTemplate(ctx, "t", bytes.NewReader([]byte("x"))); return err },
+		func(ctx context.Context) error {
+			_, err := c.PutTemplate(ctx, "t", bytes.NewReader([]byte("x")))
+			return err
+		},
 		func(ctx context.Context) error { return c.DeleteTemplate(ctx, "t") },
 		func(ctx context.Context) error { _, err := c.CreateACLToken(ctx, api.ACLTokenRequest{}); return err },
 		func(ctx context.Context) error { return c.DeleteACLToken(ctx, "acc") },
