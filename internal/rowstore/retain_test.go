@@ -56,3 +56,45 @@ func TestReplacedRowsAreNotRetained(t *testing.T) {
 		})
 	}
 }
+
+// TestRefreshWalkFreesReplacedRows writes as the FSM does at a burst of
+// creates: every commit inserts rows at the end of the key space and
+// replaces the rows the commit before inserted (their placement). A split
+// leaves the moved rows' first versions in the array of a left node that
+// no write touches again; each commit refreshes only a stretch of the
+// table, and once a quarter of the table more has been inserted (one walk
+// round it) none of the replaced versions is reachable.
+func TestRefreshWalkFreesReplacedRows(t *testing.T) {
+	db := newTestDB(t, 4)
+	const n, perCommit = 2000, 10
+	id := func(i int) string { return fmt.Sprintf("r%07d", i) }
+	first := make([]weak.Pointer[item], n)
+	// A quarter of the table more, plus the table's growth meanwhile: the
+	// walk has passed every node once.
+	total := n + n/4 + n/8
+	for c := 0; c <= total; c += perCommit {
+		txn := db.Txn(true)
+		for i := c; i < min(c+perCommit, total); i++ {
+			it := &item{ID: id(i), Group: "created"}
+			if i < n {
+				first[i] = weak.Make(it)
+			}
+			must(t, txn.Insert("items", it))
+		}
+		for i := max(c-perCommit, 0); i < c; i++ {
+			must(t, txn.Insert("items", &item{ID: id(i), Group: "placed"}))
+		}
+		txn.Commit()
+	}
+	runtime.GC()
+	kept := 0
+	for _, p := range first {
+		if p.Value() != nil {
+			kept++
+		}
+	}
+	if kept > 0 {
+		t.Fatalf("%d of %d replaced rows are still reachable after the walk went round", kept, n)
+	}
+	runtime.KeepAlive(db)
+}

@@ -31,8 +31,10 @@ func entryLess(a, b entry) bool {
 type table struct {
 	primary   *btree.BTreeG[row]
 	secondary []*btree.BTreeG[entry]
-	// inserted counts the rows inserted since the last refresh.
-	inserted int
+	// sweep is the id at which the next refresh goes on (at the first
+	// row when empty or past the last); owed is how many rows it re-sets.
+	sweep string
+	owed  int
 }
 
 func newTable(c *compiled, ti int) *table {
@@ -56,16 +58,17 @@ func detach[T any](tr *btree.BTreeG[T]) *btree.BTreeG[T] {
 
 // detached is a writable copy of a published table.
 func (t *table) detached() *table {
-	out := &table{primary: detach(t.primary), secondary: make([]*btree.BTreeG[entry], len(t.secondary)), inserted: t.inserted}
+	out := &table{primary: detach(t.primary), secondary: make([]*btree.BTreeG[entry], len(t.secondary)), sweep: t.sweep, owed: t.owed}
 	for i, s := range t.secondary {
 		out.secondary[i] = detach(s)
 	}
 	return out
 }
 
-// refresh copies every node of the primary tree into arrays of just its
-// items, once the rows inserted since the last refresh reach a quarter of
-// the table (amortized, about four row writes per insert).
+// refresh re-sets refreshPerInsert rows for every row inserted, walking
+// the primary tree round and round from where the last commit stopped. A
+// row set again under a new isolation id copies the nodes on its path
+// into arrays of just their items.
 //
 // When the B-tree splits a full node, the new right node's items (and an
 // inner node's children) stay in the array the left node keeps
@@ -75,19 +78,38 @@ func (t *table) detached() *table {
 // everything it held, for as long as that left node lived, which for a
 // node no write touches again is as long as the store: at 100,000 bundles
 // about half the bundles kept the version their create wrote (tens of
-// MiB). Setting every row again under a new isolation id copies every node
-// fresh; the split nodes are dropped with the versions that hold them.
+// MiB). Only inserts split nodes, and one walk over the table per quarter
+// of it inserted bounds what splits leave behind. Copying the whole tree
+// at once did the same work in one commit: hundreds of milliseconds inside
+// one Raft apply at 100,000 rows, every write behind it waiting.
 func (t *table) refresh(inserted int) {
-	t.inserted += inserted
-	if t.inserted < max(t.primary.Len()/4, refreshMin) {
+	n := t.primary.Len()
+	t.owed += refreshPerInsert * inserted
+	if t.owed < min(refreshChunk, n) {
+		return // a stretch at a time: each one copies the inner nodes again
+	}
+	budget := min(t.owed, n)
+	t.owed = 0
+	if budget == 0 {
 		return
 	}
-	t.inserted = 0
-	rows := make([]row, 0, t.primary.Len())
-	t.primary.Scan(func(r row) bool {
+	rows := make([]row, 0, budget)
+	take := func(r row) bool {
+		if len(rows) == budget {
+			t.sweep = r.id // the next commit starts here
+			return false
+		}
 		rows = append(rows, r)
 		return true
-	})
+	}
+	start := t.sweep
+	t.primary.Ascend(row{id: start}, take)
+	if len(rows) < budget { // the walk reached the end: on from the first row
+		t.sweep = start
+		t.primary.Scan(func(r row) bool { return r.id < start && take(r) })
+	}
+	// A new isolation id: nodes this transaction wrote (and split) are
+	// copied again too.
 	t.primary = detach(t.primary)
 	var hint btree.PathHint
 	for _, r := range rows {
@@ -95,8 +117,14 @@ func (t *table) refresh(inserted int) {
 	}
 }
 
-// refreshMin keeps small tables from refreshing on every few inserts.
-const refreshMin = 64
+// refreshPerInsert is how many rows refresh re-sets per row inserted: a
+// walk over the whole table per quarter of it inserted. refreshChunk is the
+// fewest it re-sets at once (about a millisecond), the whole of a smaller
+// table.
+const (
+	refreshPerInsert = 4
+	refreshChunk     = 2048
+)
 
 // version is every table at one commit; it is never written.
 type version struct {
