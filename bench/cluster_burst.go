@@ -139,10 +139,10 @@ func (m burstRun) result() Result {
 		at = fmt.Sprintf("%d of them in the first state showing any", m.firstLeft)
 	}
 	note := fmt.Sprintf("%d bundles × %d placements created scheduled (HTTP c=%d, %.2fs, done %.2fs before their common startAt), "+
-		"then due together; left scheduled %s %.3fs after startAt (the timers duty scans each second), all placed %.2fs later over %d Raft entries; "+
+		"then due together; left scheduled %s %.3fs after startAt (the timers duty scans each second), all placed %.2fs later over %s; "+
 		"the clock runs from leaving scheduled to all placed, creates were not in the window; %.0f µs CPU per job (3 servers + client)",
 		m.bundles, m.shape.jobs, clusterConc, m.submitted.Seconds(), (m.lead - m.submitted).Seconds(),
-		at, m.timer.Seconds(), m.placed.Seconds(), m.entries, float64(m.cpu.Microseconds())/jobs)
+		at, m.timer.Seconds(), m.placed.Seconds(), raftEntries(m.entries), float64(m.cpu.Microseconds())/jobs)
 	return Result{
 		Suite: "cluster", Name: fmt.Sprintf("committed placements, %s, burst of due starts (placement alone)", m.shape.name),
 		Value: rate, Unit: "jobs/s", Target: fmt.Sprintf(">= %d jobs/s", clusterTarget), Met: Met(rate >= clusterTarget), Note: note,
@@ -215,4 +215,12 @@ func waitLeftScheduled(ctx context.Context, leader *agent.Server, bundles int, d
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// raftEntries is "1 Raft entry" or "n Raft entries".
+func raftEntries(n uint64) string {
+	if n == 1 {
+		return "1 Raft entry"
+	}
+	return fmt.Sprintf("%d Raft entries", n)
 }

@@ -120,13 +120,13 @@ func TestBurstResult(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := burstRun{shape: two, bundles: 10000, lead: 20 * time.Second, submitted: 5 * time.Second,
-				timer: 700 * time.Millisecond, firstLeft: tc.firstLeft, placed: tc.placed, cpu: time.Second}
+				timer: 700 * time.Millisecond, firstLeft: tc.firstLeft, placed: tc.placed, entries: 20, cpu: time.Second}
 			r := m.result()
 			checkMet(t, []Result{r}, []*bool{Met(tc.met)})
 			if math.Abs(r.Value-tc.want) > 1e-6 {
 				t.Fatalf("value %v, want %v", r.Value, tc.want)
 			}
-			for _, s := range []string{tc.noteHas, "creates were not in the window", "50 µs CPU per job", "15.00s before"} {
+			for _, s := range []string{tc.noteHas, "creates were not in the window", "50 µs CPU per job", "15.00s before", "over 20 Raft entries"} {
 				if !strings.Contains(r.Note, s) {
 					t.Fatalf("note %q lacks %q", r.Note, s)
 				}
