@@ -8,8 +8,8 @@ import (
 	"github.com/amserver/amserver/fsm"
 )
 
-// timerScanInterval bounds how late a startAt/stopAt fires, and how often
-// the leader scans for them.
+// timerScanInterval is how often the leader scans for startAt/stopAt, and
+// so how late one fires when its bundle was written after the last scan.
 const timerScanInterval = time.Second
 
 // timers fires startAt and stopAt with the leader's clock: it names the due
@@ -26,16 +26,29 @@ type timers struct {
 func (t *timers) Name() string { return "timers" }
 
 func (t *timers) Run(ctx context.Context) {
-	tick := time.NewTicker(timerScanInterval)
-	defer tick.Stop()
+	wake := time.NewTimer(timerScanInterval)
+	defer wake.Stop()
 	for {
 		t.pass(ctx)
+		wake.Reset(nextWait(t.l.clock.Now().UnixNano(), t.next))
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-wake.C:
 		}
 	}
+}
+
+// nextWait is how long the timers duty sleeps after a pass at now: until
+// the earliest timer ahead, so a startAt fires on time rather than up to a
+// scan late, and at most timerScanInterval (new bundles may bring a timer
+// forward). A timer already due was just proposed; if that failed, the
+// next scan proposes it again, not a tight loop.
+func nextWait(now, next int64) time.Duration {
+	if d := time.Duration(next - now); d > 0 && d < timerScanInterval {
+		return d
+	}
+	return timerScanInterval
 }
 
 // pass fires every startAt and stopAt due at the leader's clock, and the

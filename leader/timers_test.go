@@ -156,3 +156,26 @@ func timedSpec2(t *testing.T, e *env, id string, start time.Duration) fsm.Bundle
 	s.ID = id
 	return s
 }
+
+// TestNextWait: the timers duty wakes at the earliest timer ahead, never
+// later than a scan interval, and never spins on one already due.
+func TestNextWait(t *testing.T) {
+	const now = int64(1_000_000_000_000)
+	ms := int64(time.Millisecond)
+	for _, tc := range []struct {
+		name string
+		next int64
+		want time.Duration
+	}{
+		{"a timer 250 ms ahead", now + 250*ms, 250 * time.Millisecond},
+		{"a timer 1 ns ahead", now + 1, time.Nanosecond},
+		{"a timer beyond the scan interval", now + 5000*ms, timerScanInterval},
+		{"no timer ahead", math.MaxInt64, timerScanInterval},
+		{"a timer just due", now, timerScanInterval},
+		{"a timer overdue", now - 10*ms, timerScanInterval},
+	} {
+		if got := nextWait(now, tc.next); got != tc.want {
+			t.Errorf("%s: nextWait = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
