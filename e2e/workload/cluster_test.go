@@ -44,7 +44,7 @@ func TestWorkloadOnDevCluster(t *testing.T) {
 	if err := workload.Setup(setupCtx, cfg); err != nil {
 		t.Fatalf("second Setup: %v", err)
 	}
-	h := runFor(t, cfg, 2*time.Second)
+	h := runFor(t, cfg, 2*time.Second, 2*len(servers))
 	assertEveryKindOK(t, h.Ops())
 	final := finalBundles(t, servers[0])
 	lin, viz := check.Linearizable(h.Ops(), 10*time.Second)
@@ -66,13 +66,41 @@ func TestWorkloadOnDevCluster(t *testing.T) {
 	}
 }
 
-func runFor(t *testing.T, cfg workload.Config, d time.Duration) *workload.History {
+// runFor runs the workload and the sampler for at least d and until the
+// history holds minSamples state samples and an acknowledged op of every
+// kind: a loaded machine gets less done in the same time (the checks need
+// the evidence, not the seconds). It gives up after a minute.
+func runFor(t *testing.T, cfg workload.Config, d time.Duration, minSamples int) *workload.History {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), d)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	h := workload.NewHistory()
+	enough := func() bool {
+		ok := map[workload.Kind]bool{}
+		for _, op := range h.Ops() {
+			ok[op.Kind] = ok[op.Kind] || op.Outcome == workload.OK
+		}
+		return len(h.Samples()) >= minSamples &&
+			ok[workload.KindRead] && ok[workload.KindWrite] && ok[workload.KindCAS] && ok[workload.KindCreate]
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { workload.RunSampler(ctx, cfg, h) })
+	wg.Go(func() {
+		floor := time.After(d)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			select {
+			case <-floor:
+				floor = nil
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+			if floor == nil && enough() {
+				cancel()
+			}
+		}
+	})
 	if err := workload.Run(ctx, cfg, h); err != nil {
 		t.Fatal(err)
 	}

@@ -141,12 +141,19 @@ func TestRunClassifiesOverHTTP(t *testing.T) {
 		KindRead: {OK, ""}, KindWrite: {Unknown, CodeTimeout}, KindCAS: {Unknown, api.CodeOutcomeUnknown},
 		KindCreate: {Fail, api.CodeNoLeader},
 	}
+	// Any op may also run out of its 50 ms on a loaded machine: a read
+	// is then failed, a write unknown, both with code timeout. Each kind's
+	// own answer must still be classified as above at least once.
+	timedOut := map[Kind]Outcome{KindRead: Fail, KindWrite: Unknown, KindCAS: Unknown, KindCreate: Unknown}
 	seen := map[Kind]int{}
 	values := map[int64]bool{}
 	for _, op := range h.Ops() {
-		seen[op.Kind]++
-		if w := want[op.Kind]; op.Outcome != w.out || op.Code != w.code {
-			t.Fatalf("op %+v: want %s %q", op, w.out, w.code)
+		w := want[op.Kind]
+		switch {
+		case op.Outcome == w.out && op.Code == w.code:
+			seen[op.Kind]++
+		case op.Outcome != timedOut[op.Kind] || op.Code != CodeTimeout:
+			t.Fatalf("op %+v: want %s %q (or %s %q)", op, w.out, w.code, timedOut[op.Kind], CodeTimeout)
 		}
 		if op.Kind == KindCAS && (op.CAS != 4 || op.Expect != 0) {
 			t.Fatalf("cas op sent cas=%d expect=%d, want 4 and 0", op.CAS, op.Expect)
@@ -163,7 +170,7 @@ func TestRunClassifiesOverHTTP(t *testing.T) {
 	}
 	for k := range want {
 		if seen[k] == 0 {
-			t.Errorf("no %s ops in %d ops", k, len(h.Ops()))
+			t.Errorf("no %s op answered as expected in %d ops", k, len(h.Ops()))
 		}
 	}
 }
