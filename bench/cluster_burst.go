@@ -26,7 +26,7 @@ const (
 	// the submit starts; a submit that still ends after it is an error.
 	burstLeadFactor = 3
 	burstLeadSlack  = 5 * time.Second
-	// The timers duty scans once a second: a Timer entry not applied this
+	// The timers duty wakes at startAt (at most a second late): a Timer entry not applied this
 	// long after startAt is a stall, not a slow figure.
 	burstLeaveWithin = 30 * time.Second
 	burstIDPrefix    = "due-" // the combined run's ids, prefixed
@@ -139,7 +139,7 @@ func (m burstRun) result() Result {
 		at = fmt.Sprintf("%d of them in the first state showing any", m.firstLeft)
 	}
 	note := fmt.Sprintf("%d bundles × %d placements created scheduled (HTTP c=%d, %.2fs, done %.2fs before their common startAt), "+
-		"then due together; left scheduled %s %.3fs after startAt (the timers duty scans each second), all placed %.2fs later over %s; "+
+		"then due together; left scheduled %s %.3fs after startAt (the timers duty wakes at the earliest startAt; the entry's commit included), all placed %.2fs later over %s; "+
 		"the clock runs from leaving scheduled to all placed, creates were not in the window; %.0f µs CPU per job (3 servers + client)",
 		m.bundles, m.shape.jobs, clusterConc, m.submitted.Seconds(), (m.lead - m.submitted).Seconds(),
 		at, m.timer.Seconds(), m.placed.Seconds(), raftEntries(m.entries), float64(m.cpu.Microseconds())/jobs)
