@@ -42,14 +42,7 @@ func TestReplacedRowsAreNotRetained(t *testing.T) {
 				}
 			}
 			txn.Commit()
-			runtime.GC()
-			kept := 0
-			for _, p := range old {
-				if p.Value() != nil {
-					kept++
-				}
-			}
-			if kept > 0 {
+			if kept := reachable(old); kept > 0 {
 				t.Fatalf("%d of %d replaced rows are still reachable", kept, n)
 			}
 			runtime.KeepAlive(db)
@@ -86,15 +79,20 @@ func TestRefreshWalkFreesReplacedRows(t *testing.T) {
 		}
 		txn.Commit()
 	}
+	if kept := reachable(first); kept > 0 {
+		t.Fatalf("%d of %d replaced rows are still reachable after the walk went round", kept, n)
+	}
+	runtime.KeepAlive(db)
+}
+
+// reachable collects garbage and counts the rows still reachable.
+func reachable(rows []weak.Pointer[item]) int {
 	runtime.GC()
 	kept := 0
-	for _, p := range first {
+	for _, p := range rows {
 		if p.Value() != nil {
 			kept++
 		}
 	}
-	if kept > 0 {
-		t.Fatalf("%d of %d replaced rows are still reachable after the walk went round", kept, n)
-	}
-	runtime.KeepAlive(db)
+	return kept
 }
