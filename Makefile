@@ -61,7 +61,8 @@ ui-test:
 # The in-process fault simulation: SIM_SEEDS seeded fault schedules on
 # in-memory Raft, gossip and HTTP, each on its own virtual clock (synctest),
 # as many at a time as there are cores (SIM_PARALLEL overrides), every
-# checker on each.
+# checker on each. Seeds not started 90 s before -timeout are skipped and
+# counted (at least a quarter must run).
 SIM_SEEDS    ?= 1000
 SIM_PARALLEL ?=
 sim:

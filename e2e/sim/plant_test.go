@@ -4,6 +4,7 @@ package sim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/amserver/amserver/internal/plant"
 )
@@ -35,7 +36,7 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 			opts := Options{Servers: 3, Faults: tc.faults, ClientsFail: tc.clientsFail}
 			const batch = 8
 			for first := 1; first <= budget; first += batch {
-				for _, o := range runSeeds(t, first, batch, batch, opts) {
+				for _, o := range runSeeds(t, first, batch, batch, opts, time.Time{}) {
 					if name, ok := caughtBy(o, tc.checkers); ok {
 						t.Logf("caught by %s: %s", name, o.Summary())
 						return

@@ -34,8 +34,10 @@ func envInt(t *testing.T, name string, def int) int {
 // synctest bubble (a subtest), and returns the outcomes in seed order; a seed
 // whose cluster could not even start is an outcome with a failed "setup"
 // result. Seeds run on virtual time, so par only trades memory for speed:
-// the machine's cores bound it, never a verdict.
-func runSeeds(t *testing.T, first, n, par int, opts Options) []*Outcome {
+// the machine's cores bound it, never a verdict. A seed whose turn comes
+// after stopBy (when set) is not started and its outcome is nil: a slow
+// machine runs fewer seeds instead of losing the whole run to the timeout.
+func runSeeds(t *testing.T, first, n, par int, opts Options, stopBy time.Time) []*Outcome {
 	t.Helper()
 	out := make([]*Outcome, n)
 	sem := make(chan struct{}, max(par, 1))
@@ -46,12 +48,34 @@ func runSeeds(t *testing.T, first, n, par int, opts Options) []*Outcome {
 				t.Parallel()
 				sem <- struct{}{}
 				defer func() { <-sem }()
+				if !stopBy.IsZero() && time.Now().After(stopBy) {
+					t.Skip("not started: the run's time is up")
+				}
 				out[i] = runSeed(t, opts, seed)
 			})
 		}
 	})
 	return out
 }
+
+// seedsStopBy is when runSeeds stops starting seeds: simReserve before
+// the test binary's deadline (go test -timeout), which leaves time for
+// the seeds still running, the summary and the replays of failures.
+func seedsStopBy(t *testing.T) time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return time.Time{}
+	}
+	return d.Add(-simReserve)
+}
+
+// simReserve: the longest seeds take tens of seconds on a slow machine,
+// and each of up to three replays one seed's run.
+const simReserve = 90 * time.Second
+
+// At least 1/minSeedShare of the asked-for seeds must have run for the
+// run to count: a machine that manages fewer fails it.
+const minSeedShare = 4
 
 // runSeed simulates one seed in a bubble and checks its history.
 func runSeed(t *testing.T, opts Options, seed int64) *Outcome {
@@ -118,7 +142,7 @@ func failedCheckers(o *Outcome) []string {
 // checkers fail: a failure that does not replay is a race to hunt, named
 // as such.
 func replayVerdict(t *testing.T, opts Options, o *Outcome) string {
-	again := runSeeds(t, int(o.Report.Seed), 1, 1, opts)[0]
+	again := runSeeds(t, int(o.Report.Seed), 1, 1, opts, time.Time{})[0]
 	want, got := failedCheckers(o), failedCheckers(again)
 	if slices.Equal(want, got) {
 		return fmt.Sprintf("replayed alone: the same checkers failed (%s)", strings.Join(got, ", "))
@@ -144,9 +168,15 @@ func TestSimulation(t *testing.T) {
 		opts.Faults = strings.Split(f, ",")
 	}
 	start := time.Now()
-	outcomes := runSeeds(t, first, n, par, opts)
+	outcomes := slices.DeleteFunc(runSeeds(t, first, n, par, opts, seedsStopBy(t)), func(o *Outcome) bool { return o == nil })
 	elapsed := time.Since(start)
 	printSummary(t, outcomes, elapsed)
+	if len(outcomes) < n {
+		t.Logf("%d of %d seeds ran; the others were not started before the test's deadline (go test -timeout)", len(outcomes), n)
+	}
+	if len(outcomes) < max(1, n/minSeedShare) {
+		t.Errorf("only %d of %d seeds ran before the test's deadline: too few to count", len(outcomes), n)
+	}
 	replays := 3 // each replay costs a seed's run; three say enough
 	for _, o := range outcomes {
 		if o.Report.OK {
