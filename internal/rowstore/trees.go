@@ -103,9 +103,9 @@ func (t *table) refresh(inserted int) {
 		return true
 	}
 	start := t.sweep
+	t.sweep = "" // unless take stops early, the next refresh starts at the first row
 	t.primary.Ascend(row{id: start}, take)
 	if len(rows) < budget { // the walk reached the end: on from the first row
-		t.sweep = start
 		t.primary.Scan(func(r row) bool { return r.id < start && take(r) })
 	}
 	// A new isolation id: nodes this transaction wrote (and split) are
