@@ -169,10 +169,7 @@ func submitAndWait(ctx context.Context, leader *agent.Server, shape clusterShape
 	if err != nil {
 		return clusterRun{}, fmt.Errorf("client: %w", err)
 	}
-	var used int64 // what earlier shapes hold already
-	if p := leader.Store().State().Pool(clusterPool); p != nil {
-		used = p.Usage.Capacity
-	}
+	used := poolUsed(leader) // what the earlier runs hold
 	m := clusterRun{shape: shape, bundles: bundles}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -195,6 +192,14 @@ func submitAndWait(ctx context.Context, leader *agent.Server, shape clusterShape
 		return m, err
 	}
 	return m, nil
+}
+
+// poolUsed is the capacity the bench pool holds now, in milli-units.
+func poolUsed(leader *agent.Server) int64 {
+	if p := leader.Store().State().Pool(clusterPool); p != nil {
+		return p.Usage.Capacity
+	}
+	return 0
 }
 
 // submitAll creates spec(1) … spec(bundles) from clusterConc workers.

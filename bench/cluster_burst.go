@@ -160,10 +160,7 @@ func submitBurst(ctx context.Context, leader *agent.Server, shape clusterShape, 
 	if err != nil {
 		return burstRun{}, err
 	}
-	var used int64 // what the earlier runs hold
-	if p := leader.Store().State().Pool(clusterPool); p != nil {
-		used = p.Usage.Capacity
-	}
+	used := poolUsed(leader) // what the earlier runs hold
 	m := burstRun{shape: shape, bundles: bundles, lead: lead}
 	start := time.Now()
 	at := start.Add(lead)
