@@ -156,6 +156,31 @@ func checkInvariants(t testingT, f *FSM) {
 	}
 	checkScopeInvariants(t, st, want)
 	checkBundlesMatchLedger(t, st)
+	checkCounts(t, st)
+}
+
+// checkCounts verifies the gauges' counts (CountBundles, CountDegraded)
+// against a walk of every bundle, for every state and code seen and for
+// ones no bundle has.
+func checkCounts(t testingT, st *State) {
+	t.Helper()
+	states, codes := map[string]int{StatePending: 0, StateDegraded: 0}, map[string]int{DegradeNoBackup: 0}
+	for b := range st.BundlesAfter("", "") {
+		states[b.State]++
+		for _, code := range degradationCodes(b) {
+			codes[code]++
+		}
+	}
+	for state, want := range states {
+		if got := st.CountBundles(state); got != want {
+			t.Fatalf("CountBundles(%q) = %d, %d bundles are in it", state, got, want)
+		}
+	}
+	for code, want := range codes {
+		if got := st.CountDegraded(code); got != want {
+			t.Fatalf("CountDegraded(%q) = %d, %d bundles carry it", code, got, want)
+		}
+	}
 }
 
 // checkBundlesMatchLedger verifies that every placed job holds exactly the

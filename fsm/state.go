@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/amserver/amserver/internal/rowstore"
@@ -119,6 +120,41 @@ func (s *State) BundlesInState(states ...string) []*Bundle {
 		out = append(out, all[Bundle](s.txn, tableBundles, "state", st)...)
 	}
 	return out
+}
+
+// count is how many rows have value in index, without reading them.
+func count(txn *rowstore.Txn, table, index, value string) int {
+	n, err := txn.Count(table, index, value)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// CountBundles is how many bundles are in state: a gauge's read, in time
+// that does not grow with the bundles (rowstore.Txn.Count).
+func (s *State) CountBundles(state string) int {
+	return count(s.txn, tableBundles, "state", state)
+}
+
+// CountDegraded is how many bundles carry the degradation code.
+func (s *State) CountDegraded(code string) int {
+	return count(s.txn, tableBundles, "degradation", code)
+}
+
+// degradationCodes is a bundle's entries in the "degradation" index: the
+// codes it carries, each once.
+func degradationCodes(b *Bundle) []string {
+	if len(b.Degradations) == 0 {
+		return nil
+	}
+	codes := make([]string, 0, len(b.Degradations))
+	for _, d := range b.Degradations {
+		if !slices.Contains(codes, d.Code) {
+			codes = append(codes, d.Code)
+		}
+	}
+	return codes
 }
 
 // Assignment returns an assignment or nil.

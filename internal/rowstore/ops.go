@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/tidwall/btree"
 )
@@ -133,6 +134,34 @@ func (t *Txn) First(table, index, value string) (any, error) {
 		return false
 	})
 	return found, nil
+}
+
+// Count is how many rows have value in index (0 or 1 for IDIndex), without
+// visiting them: the index trees keep a count per node, so two binary
+// searches by position find where value's entries start and end, each step
+// a descent of the tree. A gauge over a state of 100,000 bundles read it by
+// listing them all, on every /metrics scrape.
+func (t *Txn) Count(table, index, value string) (int, error) {
+	ti, ii, err := t.db.schema.lookup(table, index)
+	if err != nil {
+		return 0, err
+	}
+	tb, _ := t.read(ti)
+	if ii < 0 {
+		if has(tb, value) {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	sec := tb.secondary[ii]
+	n := sec.Len()
+	key := func(i int) string {
+		e, _ := sec.GetAt(i)
+		return e.key
+	}
+	lo := sort.Search(n, func(i int) bool { return key(i) >= value })
+	hi := lo + sort.Search(n-lo, func(i int) bool { return key(lo+i) > value })
+	return hi - lo, nil
 }
 
 // Get iterates the rows whose value in index is value, in index order.

@@ -275,6 +275,9 @@ func checkTxn(rt *rapid.T, txn *Txn, m model) {
 			if got, want := ids(lb), m.byIndex(index, v, false); !slices.Equal(got, want) {
 				rt.Fatalf("lower bound %s>=%q: got %v want %v", index, v, got, want)
 			}
+			if n, err := txn.Count("items", index, v); err != nil || n != len(m.byIndex(index, v, true)) {
+				rt.Fatalf("count %s=%q: got %d (%v) want %d", index, v, n, err, len(m.byIndex(index, v, true)))
+			}
 			first, _ := txn.First("items", index, v)
 			want := m.byIndex(index, v, true)
 			switch {
