@@ -21,7 +21,7 @@ import (
 // the report in AMSERVER_E2E_REPORT (make jepsen: docs/reliability.json
 // and docs/reliability.md), if set: the nemeses that ran replace their
 // rows, the others keep theirs. commit is the tree's commit, read when the
-// matrix started; took is each finished nemesis's wall time.
+// matrix started; took is each nemesis's wall time so far.
 func writeReliability(t *testing.T, s settings, started time.Time, commit string, reports []check.Report, took map[string]time.Duration) {
 	path := os.Getenv("AMSERVER_E2E_REPORT")
 	if path == "" || !s.full || len(reports) == 0 {

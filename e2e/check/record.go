@@ -12,7 +12,8 @@ import (
 
 // Record is the reliability report's data, kept as JSON beside it
 // (docs/reliability.json): one row per nemesis, each from the latest
-// `make jepsen` that ran that nemesis to the end. The full matrix at
+// `make jepsen` that ran that nemesis (Merge says when a cut-short one
+// counts). The full matrix at
 // RUNS=20 outlasts a working session, so it can be run a few nemeses at a
 // time; every row says when, on which commit and how often it ran.
 type Record struct {
@@ -32,6 +33,11 @@ type RecordRow struct {
 // Merge replaces the rows of the nemeses in reports with their totals
 // from this invocation and keeps every other row. took gives each
 // nemesis's wall time; a nemesis missing from it keeps meta.Took.
+//
+// The report is written after every run, so a matrix cut short keeps what
+// it finished: a nemesis with fewer runs than meta.Runs is cut short (so
+// far), and such a row replaces an older one only when it has at least as
+// many runs, so that stopping a rerun early never loses evidence.
 func (r *Record) Merge(meta RunMeta, reports []Report, took map[string]time.Duration) {
 	for _, s := range Summarize(reports) {
 		m := meta
@@ -40,13 +46,20 @@ func (r *Record) Merge(meta RunMeta, reports []Report, took map[string]time.Dura
 		}
 		row := RecordRow{Summary: s, Meta: m, Failures: failureLines(nemesisReports(reports, s.Nemesis))}
 		i := slices.IndexFunc(r.Rows, func(old RecordRow) bool { return old.Summary.Nemesis == s.Nemesis })
-		if i < 0 {
+		switch {
+		case i < 0:
 			r.Rows = append(r.Rows, row)
-			continue
+		case row.CutShort() && r.Rows[i].Summary.Runs > s.Runs:
+			// keep the fuller row
+		default:
+			r.Rows[i] = row
 		}
-		r.Rows[i] = row
 	}
 }
+
+// CutShort says the row has fewer runs than its invocation asked for: the
+// matrix is still running that nemesis, or was stopped during it.
+func (row RecordRow) CutShort() bool { return row.Summary.Runs < row.Meta.Runs }
 
 // nemesisReports is the reports of one nemesis, in order.
 func nemesisReports(reports []Report, nemesis string) []Report {

@@ -121,7 +121,7 @@ func WriteReliability(w io.Writer, rec Record, convergeWithin time.Duration) err
 	total.Nemesis, total.Violations = "**all**", map[string]int{}
 	var failures []string
 	for _, row := range rec.Rows {
-		writeRow(&b, row.Summary, convergeWithin, ranCell(row.Meta))
+		writeRow(&b, row.Summary, convergeWithin, ranCell(row))
 		total.merge(row.Summary)
 		failures = append(failures, row.Failures...)
 	}
@@ -139,8 +139,13 @@ func WriteReliability(w io.Writer, rec Record, convergeWithin time.Duration) err
 }
 
 // ranCell names a row's run: when, on what, how many and how long.
-func ranCell(m RunMeta) string {
-	cell := fmt.Sprintf("%s, %s, %d × %s", m.Date.UTC().Format("2006-01-02 15:04"), m.Commit, m.Runs, m.Duration)
+func ranCell(row RecordRow) string {
+	m := row.Meta
+	runs := fmt.Sprint(m.Runs)
+	if row.CutShort() {
+		runs = fmt.Sprintf("%d of %d (cut short)", row.Summary.Runs, m.Runs)
+	}
+	cell := fmt.Sprintf("%s, %s, %s × %s", m.Date.UTC().Format("2006-01-02 15:04"), m.Commit, runs, m.Duration)
 	if m.Secure {
 		cell += ", secure"
 	}
@@ -165,9 +170,11 @@ func (s *NemesisSummary) merge(o NemesisSummary) {
 func writeHeader(b *strings.Builder, convergeWithin time.Duration) {
 	fmt.Fprintf(b, "# Reliability: the fault matrix on Docker\n\n")
 	fmt.Fprintf(b, "Written by `make jepsen` (e2e/jepsen_test.go) from docs/reliability.json; do not edit by hand. "+
-		"Each row is the latest run of its nemesis to the end: `make jepsen RUNS=20 NEMESES=a,b` replaces rows a and b "+
+		"Each row is the latest run of its nemesis: `make jepsen RUNS=20 NEMESES=a,b` replaces rows a and b "+
 		"and keeps the others, so rows can come from different days and commits; the last column says which, "+
-		"and how many runs of how much workload each. Every run gets a fresh cluster.\n\n")
+		"and how many runs of how much workload each. The report is rewritten after every run: a matrix stopped "+
+		"during a nemesis keeps that nemesis's finished runs (marked cut short), and a cut-short row never replaces "+
+		"one with more runs. Every run gets a fresh cluster.\n\n")
 	fmt.Fprintf(b, "Operations are the workload's requests: ok (acknowledged), failed (definitely not applied) and "+
 		"unknown (timed out or cut off: may or may not have applied). Violation columns count what each checker "+
 		"found, summed over the runs; \"other\" is the final-register check, the evidence minimums, convergence and "+

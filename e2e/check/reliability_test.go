@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,7 @@ func TestWriteReliability(t *testing.T) {
 			"Machine: 2 cores. Nemeses (and the time each took): kill-leader 3m0s, pause 1h30m0s.\n",
 		"| nemesis | runs | passed | ops ok / failed / unknown | linearizable | unique creates | placement | monotonic index | other | lost acks | over-commits | worst convergence | ran |",
 		"| kill-leader | 2 | 1 | 150 / 15 / 3 | 1 | 2 | 0 | 0 | 1 | 2 | 0 | 3.4s | 2026-12-02 01:30, abc1234, 2 × 1m0s |\n",
-		"| pause | 1 | 0 | 30 / 20 / 10 | 0 | 0 | 25 | 0 | 1 | 0 | 25 | - (1 not within 10s) | 2026-12-02 01:30, abc1234, 2 × 1m0s |\n",
+		"| pause | 1 | 0 | 30 / 20 / 10 | 0 | 0 | 25 | 0 | 1 | 0 | 25 | - (1 not within 10s) | 2026-12-02 01:30, abc1234, 1 of 2 (cut short) × 1m0s |\n",
 		"| **all** | 3 | 1 | 180 / 35 / 13 | 1 | 2 | 25 | 0 | 2 | 2 | 25 | 3.4s (1 not within 10s) |  |\n",
 		"- **kill-leader-2** (seed 7):\n  - linearizable, 1: porcupine: not \\| linearizable at op 3\n",
 		"  - nemesis, 1: heal failed\n",
@@ -104,7 +105,7 @@ func TestWriteReliability(t *testing.T) {
 // failures, and keeps the rest; the record survives a write and a read.
 func TestRecordMergeKeepsOtherNemeses(t *testing.T) {
 	first := RunMeta{Date: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), Commit: "old", Runs: 2, Duration: time.Minute}
-	second := RunMeta{Date: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Commit: "new", Runs: 20, Duration: time.Minute, Secure: true}
+	second := RunMeta{Date: time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC), Commit: "new", Runs: 1, Duration: time.Minute, Secure: true}
 	var rec Record
 	rec.Merge(first, syntheticReports(), nil)
 	rerun := Report{Name: "kill-leader-1", Nemesis: "kill-leader", Acked: 7, OK: true}
@@ -130,8 +131,54 @@ func TestRecordMergeKeepsOtherNemeses(t *testing.T) {
 		p.Summary.Violations["placement"] != 25 {
 		t.Errorf("pause row not kept: %+v", p)
 	}
-	if cell := ranCell(kl.Meta); cell != "2026-12-02 12:00, new, 20 × 1m0s, secure" {
+	if cell := ranCell(kl); cell != "2026-12-02 12:00, new, 1 × 1m0s, secure" {
 		t.Errorf("ran cell %q", cell)
+	}
+}
+
+// A rerun cut short replaces a row only when it has at least as many runs:
+// stopping `make jepsen RUNS=20` early never loses a fuller row, and a
+// finished rerun always replaces, however few runs it asked for.
+func TestRecordMergeCutShort(t *testing.T) {
+	at := func(h int, runs int) RunMeta {
+		return RunMeta{Date: time.Date(2026, 12, 2, h, 0, 0, 0, time.UTC), Commit: fmt.Sprint("c", h), Runs: runs, Duration: time.Minute}
+	}
+	runs := func(n int) []Report {
+		var out []Report
+		for i := range n {
+			out = append(out, Report{Name: fmt.Sprintf("pause-%d", i+1), Nemesis: "pause", Acked: 1, OK: true})
+		}
+		return out
+	}
+	cases := []struct {
+		name      string
+		old       RunMeta
+		oldRuns   int
+		new       RunMeta
+		newRuns   int
+		wantFrom  string
+		wantCut   bool
+		wantCount int
+	}{
+		{"cut short with fewer runs keeps the old row", at(1, 20), 20, at(2, 20), 5, "c1", false, 20},
+		{"cut short with as many runs replaces", at(1, 3), 3, at(2, 20), 3, "c2", true, 3},
+		{"cut short with more runs replaces", at(1, 3), 3, at(2, 20), 7, "c2", true, 7},
+		{"finished with fewer runs replaces", at(1, 20), 20, at(2, 3), 3, "c2", false, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var rec Record
+			rec.Merge(c.old, runs(c.oldRuns), nil)
+			rec.Merge(c.new, runs(c.newRuns), nil)
+			if len(rec.Rows) != 1 {
+				t.Fatalf("rows %+v", rec.Rows)
+			}
+			row := rec.Rows[0]
+			if row.Meta.Commit != c.wantFrom || row.CutShort() != c.wantCut || row.Summary.Runs != c.wantCount {
+				t.Errorf("row from %s, cut short %v, %d runs; want %s, %v, %d",
+					row.Meta.Commit, row.CutShort(), row.Summary.Runs, c.wantFrom, c.wantCut, c.wantCount)
+			}
+		})
 	}
 }
 
