@@ -20,11 +20,10 @@ import (
 const (
 	// linearizableTimeout bounds porcupine; a timeout counts as a failure.
 	linearizableTimeout = 30 * time.Second
-	// convergeWithin is the time the cluster gets, after the final heal, to
-	// agree on one state with every bundle placed (the 10 s). A
-	// restarted worker need not be back for that: the leader promotes
-	// backups and re-places on the others.
-	convergeWithin = 10 * time.Second
+	// convergeWithin (check.ConvergeWithin): a restarted worker need not
+	// be back for that: the leader promotes backups and re-places on the
+	// others.
+	convergeWithin = check.ConvergeWithin
 	// healthyWithin bounds the wait for a fully healthy cluster after a
 	// run, before the next run may use it.
 	healthyWithin = 2 * time.Minute

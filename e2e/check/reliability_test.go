@@ -196,3 +196,35 @@ func TestReadRecord(t *testing.T) {
 		t.Errorf("garbled record: %v, want an error naming the file", err)
 	}
 }
+
+// docs/reliability.md is written from docs/reliability.json and must say
+// what the record says, in this renderer's words: a report copied from an
+// older checkout, or edited by hand, fails here. AMSERVER_UPDATE_DOCS=1
+// (make reliability-doc) rewrites it from the record.
+func TestReliabilityDocMatchesRecord(t *testing.T) {
+	docs := filepath.Join("..", "..", "docs")
+	rec, err := ReadRecord(filepath.Join(docs, "reliability.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Rows) == 0 {
+		t.Fatal("docs/reliability.json has no rows")
+	}
+	var b strings.Builder
+	if err := WriteReliability(&b, rec, ConvergeWithin); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(docs, "reliability.md")
+	if os.Getenv("AMSERVER_UPDATE_DOCS") == "1" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != b.String() {
+		t.Errorf("docs/reliability.md differs from what docs/reliability.json renders to; run make reliability-doc")
+	}
+}
