@@ -188,3 +188,32 @@ func BenchmarkApplyCreateBatched(b *testing.B) {
 	}
 	reportCPU(b, cpu, b.N, "cpu-µs/create")
 }
+
+// BenchmarkStateGauges reads what the /metrics gauges read (bundles in
+// every state) at 100,000 placed bundles: by count, as the collector does,
+// and by listing them, as it did.
+func BenchmarkStateGauges(b *testing.B) {
+	h := benchStateCluster(b)
+	benchPreload(b, h, 100_000)
+	states := []string{StateScheduled, StatePending, StatePlaced, StateDegraded, StateUnplaceable, StateDeleting}
+	st := h.fsm.State()
+	if n := st.CountBundles(StatePlaced); n != 100_000 {
+		b.Fatalf("%d placed bundles, want 100000", n)
+	}
+	b.Run("count", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, s := range states {
+				_ = st.CountBundles(s)
+			}
+		}
+	})
+	b.Run("list", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, s := range states {
+				_ = len(st.BundlesInState(s))
+			}
+		}
+	})
+}
