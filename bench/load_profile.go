@@ -14,17 +14,25 @@ import (
 // Profiles of a loaded cluster (amload -profile DIR): every server serves
 // Go's runtime profiles at a loopback --pprof-addr, and a third of the way
 // into the read load the test takes a CPU profile of the leader and of one
-// follower, then the leader's heap (in-use and allocated) and goroutines.
+// follower, then the leader's heap (in-use and allocated) and goroutines,
+// and last a short execution trace of each. `go tool trace -pprof=sched`
+// on a trace sums how long goroutines waited for a processor once
+// runnable, by the stack that made them runnable (the waker's, such as
+// Raft answering a write's future): time a CPU profile cannot show.
 
 // profileTargets are the profiles taken, relative to a server's pprof
 // address, and the file each goes to.
 func profileTargets(cpu time.Duration) [][2]string {
 	secs := strconv.Itoa(max(1, int(cpu.Seconds())))
+	// A trace of a loaded server grows by tens of MB a second: 3 s is
+	// enough to hold a few hundred writes at the load test's rate.
+	traceSecs := strconv.Itoa(max(1, int(min(cpu, 3*time.Second).Seconds())))
 	return [][2]string{
 		{"/debug/pprof/heap", "heap.pprof"},
 		{"/debug/pprof/goroutine", "goroutine.pprof"},
 		{"/debug/pprof/profile?seconds=" + secs, "cpu.pprof"},
 		{"/debug/pprof/heap", "heap-after.pprof"},
+		{"/debug/pprof/trace?seconds=" + traceSecs, "trace.out"},
 	}
 }
 

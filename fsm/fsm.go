@@ -43,7 +43,7 @@ type FSM struct {
 	exprs  ExprChecker
 	eval   ExprEvaluator
 
-	mu sync.RWMutex // guards db and changeCh across a restore swap
+	mu sync.RWMutex // guards db across a restore swap
 	db *rowstore.DB
 	// wmu guards the open write transaction (fsm_open.go); taken before mu.
 	wmu      sync.Mutex
@@ -59,8 +59,12 @@ type FSM struct {
 	batchEnd atomic.Uint64
 	// readers asks the end of the next batch to commit the open
 	// transaction: a reader had to, and on a leader more are coming.
-	readers  atomic.Bool
-	changeCh chan struct{}
+	readers atomic.Bool
+	// changeCh is closed and replaced at every change; an atomic pointer,
+	// not a field under mu, so that the apply goroutine never takes mu
+	// for writing (which waits for every reader inside State and holds
+	// new ones back) once per batch.
+	changeCh atomic.Pointer[chan struct{}]
 	applied  atomic.Uint64 // raft index of the last applied entry
 	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
 	handlers [256]handler
@@ -74,12 +78,13 @@ func New(cfg Config) *FSM {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	f := &FSM{
-		logger:   cfg.Logger,
-		exprs:    cfg.Exprs,
-		eval:     cfg.Eval,
-		db:       newDB(),
-		changeCh: make(chan struct{}),
+		logger: cfg.Logger,
+		exprs:  cfg.Exprs,
+		eval:   cfg.Eval,
+		db:     newDB(),
 	}
+	ch := make(chan struct{})
+	f.changeCh.Store(&ch)
 	f.registerHandlers()
 	return f
 }
@@ -241,18 +246,23 @@ func (f *FSM) State() *State {
 // WatchCh returns a channel closed at the next committed change (or
 // restore). Blocking queries wait on it, then compare table indexes: a wake-up
 // for an unrelated table costs one index read.
+//
+// A reader takes the channel before its view (State): a change published
+// after the view closes the channel it holds, because notify swaps the
+// channel only once the change is visible (batchEnd, or the restored db).
 func (f *FSM) WatchCh() <-chan struct{} {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.changeCh
+	return *f.changeCh.Load()
 }
 
 func (f *FSM) notify(changed map[string]bool) {
 	if len(changed) == 0 {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	close(f.changeCh)
-	f.changeCh = make(chan struct{})
+	f.wake()
+}
+
+// wake closes the current watch channel and installs a fresh one.
+func (f *FSM) wake() {
+	ch := make(chan struct{})
+	close(*f.changeCh.Swap(&ch))
 }

@@ -123,9 +123,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.applied.Store(index)
 	f.visible.Store(index)
 	f.batchEnd.Store(index)
-	close(f.changeCh)
-	f.changeCh = make(chan struct{})
 	f.mu.Unlock()
+	f.wake()
 	return nil
 }
 
