@@ -24,9 +24,9 @@ import (
 // address, and the file each goes to.
 func profileTargets(cpu time.Duration) [][2]string {
 	secs := strconv.Itoa(max(1, int(cpu.Seconds())))
-	// A trace of a loaded server grows by tens of MB a second: 3 s is
-	// enough to hold a few hundred writes at the load test's rate.
-	traceSecs := strconv.Itoa(max(1, int(min(cpu, 3*time.Second).Seconds())))
+	// The load test's traces grew by about 0.2 MB a second; 10 s hold
+	// some 200 writes at its rate and end before a 1-minute load does.
+	traceSecs := strconv.Itoa(max(1, int(min(cpu/2, 10*time.Second).Seconds())))
 	return [][2]string{
 		{"/debug/pprof/heap", "heap.pprof"},
 		{"/debug/pprof/goroutine", "goroutine.pprof"},
