@@ -6,8 +6,6 @@ import (
 	"io"
 	"sync"
 	"testing"
-
-	"github.com/hashicorp/raft"
 )
 
 // watchRecord is one wait of a reader: the channel it took, then the
@@ -26,10 +24,6 @@ func TestWatchNeverMissesAChange(t *testing.T) {
 	h := newHarness(t)
 	h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p"}})
 	const creates, restoreAt = 300, 200
-	logs := make([][]byte, creates)
-	for i := range logs {
-		logs[i] = mustEncode(t, CreateBundleType, &CreateBundleRequest{Spec: testBundle(fmt.Sprintf("b%03d", i), "p", testJob("j", 10, 0))})
-	}
 	w := &watchLog{}
 	done := make(chan struct{})
 	var readers sync.WaitGroup
@@ -49,11 +43,8 @@ func TestWatchNeverMissesAChange(t *testing.T) {
 	defer func() { close(done); readers.Wait() }()
 
 	var older bytes.Buffer
-	for i, data := range logs {
-		h.index++
-		if res := h.fsm.ApplyBatch([]*raft.Log{{Index: h.index, Term: 1, Type: raft.LogCommand, Data: data}})[0].(*Result); res.Err != nil {
-			t.Fatalf("create %d: %v", i, res.Err)
-		}
+	for i := range creates {
+		h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle(fmt.Sprintf("b%03d", i), "p", testJob("j", 10, 0))})
 		switch i {
 		case restoreAt / 2:
 			snap, err := h.fsm.Snapshot()
