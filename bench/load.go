@@ -84,7 +84,8 @@ func RunLoad(ctx context.Context, o LoadOptions) ([]Result, error) {
 // phase is what one phase measured.
 type phase struct {
 	writes, health latencies
-	rss, peak      uint64 // the leader's resident set: median and highest
+	rss, peak      uint64        // the leader's resident set: median and highest
+	peakAt         time.Duration // when the highest was sampled, from the phase's start
 	elections      uint64
 	leaderChanges  int
 	alarms         gossipAlarms // suspicions and dead declarations of live members
@@ -127,7 +128,7 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 	if clients > 0 && o.ProfileDir != "" {
 		wg.Go(func() { takeProfiles(pctx, c, leader, d, o.ProfileDir, o.Progress) })
 	}
-	var samples []uint64
+	var samples []rssSample
 	var changes atomic.Int64
 	wg.Go(func() { samples = sampleLeader(pctx, c, leader, &changes) })
 	wg.Go(func() { sampleShares(pctx, c, &p.shares) })
@@ -145,32 +146,53 @@ func runPhase(ctx context.Context, c *loadCluster, leader *loadServer, o LoadOpt
 		p.atLeader = writes1.since(writes0)
 	}
 	p.elections, p.leaderChanges = term1-min(term0, term1), int(changes.Load())
-	slices.Sort(samples)
-	if len(samples) > 0 {
-		p.rss, p.peak = samples[len(samples)/2], samples[len(samples)-1]
-	}
+	p.rss, p.peak, p.peakAt = summarizeRSS(samples)
 	return p
 }
 
 // sampleLeader samples the leader's RSS twice a second and counts the
 // times the first server names a new leader.
-func sampleLeader(ctx context.Context, c *loadCluster, leader *loadServer, changes *atomic.Int64) []uint64 {
-	var out []uint64
+func sampleLeader(ctx context.Context, c *loadCluster, leader *loadServer, changes *atomic.Int64) []rssSample {
+	var out []rssSample
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	current := leader
+	start := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return out
 		case <-tick.C:
 		}
-		out = append(out, leader.rss())
+		out = append(out, rssSample{at: time.Since(start), rss: leader.rss()})
 		if l, err := c.leader(ctx); err == nil && l != current {
 			changes.Add(1)
 			current = l
 		}
 	}
+}
+
+// rssSample is one reading of the leader's resident set.
+type rssSample struct {
+	at  time.Duration
+	rss uint64
+}
+
+// summarizeRSS returns the median and highest reading and when the
+// highest was taken (the first, if it repeats).
+func summarizeRSS(s []rssSample) (median, peak uint64, peakAt time.Duration) {
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	vals := make([]uint64, len(s))
+	for i, x := range s {
+		vals[i] = x.rss
+		if x.rss > peak {
+			peak, peakAt = x.rss, x.at
+		}
+	}
+	slices.Sort(vals)
+	return vals[len(vals)/2], peak, peakAt
 }
 
 func (l *latencies) q(p float64) time.Duration {
@@ -257,7 +279,8 @@ func loadResults(o LoadOptions, idle, loaded *phase) []Result {
 			Note: fmt.Sprintf("Raft term rise; the leader changed %d times (%d elections while idle)", loaded.leaderChanges, idle.elections)},
 		alarmRow(name("live members declared down"), loaded, idle),
 		{Suite: "load", Name: name("leader RSS over idle"), Value: mib(rise), Unit: "MiB", Target: "<= 256 MiB",
-			Met: Met(rise <= loadRSSGoal), Note: fmt.Sprintf("idle %.0f MiB, peak %.0f MiB under load", mib(idle.rss), mib(loaded.peak))},
+			Met: Met(rise <= loadRSSGoal), Note: fmt.Sprintf("idle %.0f MiB, peak %.0f MiB under load (%.0f s into it; median %.0f MiB)",
+				mib(idle.rss), mib(loaded.peak), loaded.peakAt.Seconds(), mib(loaded.rss))},
 		{Suite: "load", Name: name("/v1/health p99 at the leader"), Value: ms(loaded.health.q(0.99)), Unit: "ms", Target: "<= 100 ms",
 			Met:  Met(loaded.health.q(0.99) <= loadHealthGoal && loaded.health.failed == 0),
 			Note: fmt.Sprintf("every 50 ms; idle p99 %.1f ms; %d failed", ms(idle.health.q(0.99)), loaded.health.failed)},
