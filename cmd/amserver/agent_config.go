@@ -43,6 +43,9 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	if f.maxProvisioned < 0 || f.provisionTimeout <= 0 {
 		return agent.Config{}, errors.New("--max-provisioned-nodes must be >= 0 and --provision-timeout positive")
 	}
+	if f.heapHeadroomMiB < 0 {
+		return agent.Config{}, fmt.Errorf("--heap-headroom-mib must be >= 0 (0 turns the limit off), not %d", f.heapHeadroomMiB)
+	}
 	adv, err := f.advertiseIP()
 	if err != nil {
 		return agent.Config{}, err

@@ -249,3 +249,27 @@ func TestAgentSecurityFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestHeapHeadroomFlag(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		ok   bool
+	}{
+		{nil, true},
+		{[]string{"--heap-headroom-mib", "0"}, true},
+		{[]string{"--heap-headroom-mib", "512"}, true},
+		{[]string{"--heap-headroom-mib", "-1"}, false},
+	}
+	for _, tt := range tests {
+		f := &agentFlags{}
+		cmd := newAgentCmdFor(f)
+		if err := cmd.ParseFlags(append([]string{"--server", "--data-dir", dir, "--bind", "127.0.0.1"}, tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.serverConfig(slog.New(slog.DiscardHandler))
+		if (err == nil) != tt.ok {
+			t.Errorf("%v: err %v, want ok=%v", tt.args, err, tt.ok)
+		}
+	}
+}

@@ -7,10 +7,11 @@
 // a large state collects once that headroom is used and a small one still
 // follows GOGC (its goal is below the limit). The limit follows the live
 // heap up and down, so a state that grows never runs into it for long.
-// It trades the collector's CPU for memory: with a 500 MB live heap and a
-// 256 MiB headroom the leader collected about half as often again, and on
-// two shared cores that cost heartbeats (docs/performance.md), so servers
-// run it only when asked (--heap-headroom-mib).
+// It trades the collector's CPU for memory: a headroom well below the live
+// heap makes collections more frequent (with a 500 MB heap and 256 MiB,
+// half as often again, which cost heartbeats on two shared cores); near
+// the live heap it costs little (docs/performance.md, "Load held"). Servers
+// run it with --heap-headroom-mib, 256 unless told otherwise.
 package memlimit
 
 import (
