@@ -183,6 +183,9 @@ func runServer(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 // unbounded: the collector then ran half as much again and cost heartbeats.
 const defaultHeapHeadroomMiB = 256
 
+// maxHeapHeadroomMiB (1 PiB) keeps the limit's sum inside an int64.
+const maxHeapHeadroomMiB = 1 << 30
+
 // shutdownBudget is how long SIGTERM may take: hand leadership over,
 // leave gossip, let requests in flight finish, stop Raft.
 const shutdownBudget = 5 * time.Second

@@ -43,8 +43,8 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	if f.maxProvisioned < 0 || f.provisionTimeout <= 0 {
 		return agent.Config{}, errors.New("--max-provisioned-nodes must be >= 0 and --provision-timeout positive")
 	}
-	if f.heapHeadroomMiB < 0 {
-		return agent.Config{}, fmt.Errorf("--heap-headroom-mib must be >= 0 (0 turns the limit off), not %d", f.heapHeadroomMiB)
+	if f.heapHeadroomMiB < 0 || f.heapHeadroomMiB > maxHeapHeadroomMiB {
+		return agent.Config{}, fmt.Errorf("--heap-headroom-mib must be 0 (off) to %d, not %d", maxHeapHeadroomMiB, f.heapHeadroomMiB)
 	}
 	adv, err := f.advertiseIP()
 	if err != nil {

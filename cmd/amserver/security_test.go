@@ -259,7 +259,9 @@ func TestHeapHeadroomFlag(t *testing.T) {
 		{nil, true},
 		{[]string{"--heap-headroom-mib", "0"}, true},
 		{[]string{"--heap-headroom-mib", "512"}, true},
+		{[]string{"--heap-headroom-mib", "1073741824"}, true},
 		{[]string{"--heap-headroom-mib", "-1"}, false},
+		{[]string{"--heap-headroom-mib", "1073741825"}, false},
 	}
 	for _, tt := range tests {
 		f := &agentFlags{}
