@@ -33,6 +33,10 @@ type Options struct {
 	Quick  bool   // a short run for CI smoke
 	Dir    string // scratch dir for data
 	Logger *slog.Logger
+	// HeapHeadroom is the servers' soft memory limit headroom in bytes
+	// (amserver's --heap-headroom-mib; 0: off): ambench runs it in its own
+	// process, and the state suite's child runs it in its own.
+	HeapHeadroom uint64
 }
 
 // Suite runs one family of measurements.

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+
+	"github.com/amserver/amserver/internal/memlimit"
 )
 
 // The state suite measures the resident memory of one server's state, so it
@@ -18,8 +21,9 @@ const stateChildEnv = "AMBENCH_STATE_CHILD"
 
 // stateChildArgs is what the parent passes the child.
 type stateChildArgs struct {
-	Quick bool   `json:"quick"`
-	Dir   string `json:"dir"`
+	Quick        bool   `json:"quick"`
+	Dir          string `json:"dir"`
+	HeapHeadroom uint64 `json:"heapHeadroom,omitempty"`
 }
 
 // stateChildOut is what the child answers.
@@ -35,7 +39,7 @@ func init() {
 }
 
 func runState(ctx context.Context, o Options) ([]Result, error) {
-	wait, err := startChild(ctx, stateChildEnv, stateChildArgs{Quick: o.Quick, Dir: o.Dir})
+	wait, err := startChild(ctx, stateChildEnv, stateChildArgs{Quick: o.Quick, Dir: o.Dir, HeapHeadroom: o.HeapHeadroom})
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
@@ -57,7 +61,10 @@ func stateChild(arg string, w io.Writer) int {
 		fmt.Fprintf(os.Stderr, "state child: %v\n", err)
 		return 2
 	}
-	rs, err := measureState(context.Background(), Options{Quick: args.Quick, Dir: args.Dir})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	memlimit.Start(ctx, args.HeapHeadroom, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	rs, err := measureState(ctx, Options{Quick: args.Quick, Dir: args.Dir, HeapHeadroom: args.HeapHeadroom})
 	out := stateChildOut{Results: rs}
 	if err != nil {
 		out.Err = err.Error()

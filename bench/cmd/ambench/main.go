@@ -44,7 +44,7 @@ func main() {
 	flag.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.StringVar(&f.waitprof, "waitprofile", "", "write block, mutex and allocation profiles of the whole run to this path plus .block, .mutex and .allocs")
 	flag.BoolVar(&f.verbose, "v", false, "log progress at debug level")
-	flag.IntVar(&f.headroom, "heap-headroom-mib", 0, "run the servers' soft memory limit (amserver's --heap-headroom-mib) in this process; its servers share one heap, so the headroom is tighter than one server's (0: off)")
+	flag.IntVar(&f.headroom, "heap-headroom-mib", 0, "run the servers' soft memory limit (amserver's --heap-headroom-mib) in this process and in the state suite's child; in-process clusters share one heap, so there the headroom is tighter than one server's (0: off)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, f)
@@ -84,7 +84,7 @@ func run(ctx context.Context, f flags) (err error) {
 		return fmt.Errorf("-heap-headroom-mib must be >= 0, not %d", f.headroom)
 	}
 	memlimit.Start(ctx, uint64(f.headroom)<<20, logger)
-	rs, runErr := runSuites(ctx, names, bench.Options{Quick: f.quick, Dir: dir, Logger: logger})
+	rs, runErr := runSuites(ctx, names, bench.Options{Quick: f.quick, Dir: dir, Logger: logger, HeapHeadroom: uint64(f.headroom) << 20})
 	bench.PrintTable(os.Stdout, rs)
 	out := f.out
 	if out == "" {
