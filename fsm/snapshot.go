@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/amserver/amserver/internal/memlimit"
 	"github.com/amserver/amserver/internal/rowstore"
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
@@ -111,6 +112,9 @@ func (s *fsmSnapshot) Release() {}
 // so nothing of the previous state survives and a bad file changes nothing.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	// The new state is built beside the old: a heap limit that follows
+	// the live heap would collect every few hundred MiB of it.
+	defer memlimit.Relax()()
 	db, index, err := ReadSnapshot(rc)
 	if err != nil {
 		return err

@@ -61,3 +61,61 @@ func TestReadSamplesTheRuntime(t *testing.T) {
 	}
 	runtime.KeepAlive(keep)
 }
+
+// TestKeeperLiftsTheLimitWhileRelaxed: a collection that ends while a
+// restore holds the limit off sets no limit; the first one after sets it
+// from that collection's live heap again.
+func TestKeeperLiftsTheLimitWhileRelaxed(t *testing.T) {
+	samples := []Sample{
+		{Cycles: 1, Live: 100, NonHeap: 10},
+		{Cycles: 2, Live: 400, NonHeap: 10}, // during a restore
+		{Cycles: 3, Live: 500, NonHeap: 10}, // during a restore
+		{Cycles: 4, Live: 200, NonHeap: 10}, // after it
+	}
+	var mu sync.Mutex
+	var set []int64
+	next := 0
+	k := &Keeper{Headroom: 1000, Every: time.Millisecond,
+		Read: func() Sample {
+			mu.Lock()
+			defer mu.Unlock()
+			s := samples[min(next, len(samples)-1)]
+			next++
+			return s
+		},
+		Set:     func(v int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, v); return 0 },
+		Relaxed: func() bool { mu.Lock(); defer mu.Unlock(); return next == 2 || next == 3 },
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	poll.Eventually(t, 10*time.Second, "every sample read", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return poll.Check(next > len(samples), "%d of %d samples read", next, len(samples))
+	})
+	cancel()
+	<-done
+	want := []int64{1110, noLimit, noLimit, 1210, noLimit}
+	if !slices.Equal(set, want) {
+		t.Fatalf("limits set %v, want %v", set, want)
+	}
+}
+
+// TestRelaxCounts: the limit stays lifted until every Relax is released,
+// and releasing one twice counts once.
+func TestRelaxCounts(t *testing.T) {
+	if isRelaxed() {
+		t.Fatal("relaxed before any Relax")
+	}
+	a, b := Relax(), Relax()
+	a()
+	a()
+	if !isRelaxed() {
+		t.Fatal("one of two released (twice) and the limit is back")
+	}
+	b()
+	if isRelaxed() {
+		t.Fatal("both released and the limit is still lifted")
+	}
+}
