@@ -11,16 +11,11 @@ import (
 	"github.com/amserver/amserver/internal/poll"
 )
 
-// TestKeeperFollowsCollections: the limit is set once per finished
-// collection, to live + non-heap + headroom, and lifted when the keeper
-// stops.
-func TestKeeperFollowsCollections(t *testing.T) {
-	samples := []Sample{
-		{Cycles: 1, Live: 100, NonHeap: 10},
-		{Cycles: 1, Live: 100, NonHeap: 10}, // no new collection: not set again
-		{Cycles: 2, Live: 300, NonHeap: 20},
-		{Cycles: 3, Live: 50, NonHeap: 20}, // the state shrank: so does the limit
-	}
+// runKeeper runs a keeper over samples, one a tick, with relaxed telling
+// whether a restore holds the limit off once the nth sample is read, and
+// returns the limits it set, the one set as it stops last.
+func runKeeper(t *testing.T, samples []Sample, relaxed func(n int) bool) []int64 {
+	t.Helper()
 	var mu sync.Mutex
 	var set []int64
 	next := 0
@@ -32,7 +27,8 @@ func TestKeeperFollowsCollections(t *testing.T) {
 			next++
 			return s
 		},
-		Set: func(v int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, v); return 0 },
+		Set:     func(v int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, v); return 0 },
+		Relaxed: func() bool { mu.Lock(); defer mu.Unlock(); return relaxed(next) },
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -44,8 +40,37 @@ func TestKeeperFollowsCollections(t *testing.T) {
 	})
 	cancel()
 	<-done
-	want := []int64{1110, 1320, 1070, int64(^uint64(0) >> 1)}
-	if !slices.Equal(set, want) {
+	return set
+}
+
+// TestKeeperFollowsCollections: the limit is set once per finished
+// collection, to live + non-heap + headroom, and lifted when the keeper
+// stops.
+func TestKeeperFollowsCollections(t *testing.T) {
+	samples := []Sample{
+		{Cycles: 1, Live: 100, NonHeap: 10},
+		{Cycles: 1, Live: 100, NonHeap: 10}, // no new collection: not set again
+		{Cycles: 2, Live: 300, NonHeap: 20},
+		{Cycles: 3, Live: 50, NonHeap: 20}, // the state shrank: so does the limit
+	}
+	set := runKeeper(t, samples, func(int) bool { return false })
+	if want := []int64{1110, 1320, 1070, noLimit}; !slices.Equal(set, want) {
+		t.Fatalf("limits set %v, want %v", set, want)
+	}
+}
+
+// TestKeeperLiftsTheLimitWhileRelaxed: a collection that ends while a
+// restore holds the limit off sets no limit; the first one after sets it
+// from that collection's live heap again.
+func TestKeeperLiftsTheLimitWhileRelaxed(t *testing.T) {
+	samples := []Sample{
+		{Cycles: 1, Live: 100, NonHeap: 10},
+		{Cycles: 2, Live: 400, NonHeap: 10}, // during a restore
+		{Cycles: 3, Live: 500, NonHeap: 10}, // during a restore
+		{Cycles: 4, Live: 200, NonHeap: 10}, // after it
+	}
+	set := runKeeper(t, samples, func(n int) bool { return n == 2 || n == 3 })
+	if want := []int64{1110, noLimit, noLimit, 1210, noLimit}; !slices.Equal(set, want) {
 		t.Fatalf("limits set %v, want %v", set, want)
 	}
 }
@@ -60,46 +85,6 @@ func TestReadSamplesTheRuntime(t *testing.T) {
 		t.Fatalf("sample %+v after a collection with 8 MiB live", s)
 	}
 	runtime.KeepAlive(keep)
-}
-
-// TestKeeperLiftsTheLimitWhileRelaxed: a collection that ends while a
-// restore holds the limit off sets no limit; the first one after sets it
-// from that collection's live heap again.
-func TestKeeperLiftsTheLimitWhileRelaxed(t *testing.T) {
-	samples := []Sample{
-		{Cycles: 1, Live: 100, NonHeap: 10},
-		{Cycles: 2, Live: 400, NonHeap: 10}, // during a restore
-		{Cycles: 3, Live: 500, NonHeap: 10}, // during a restore
-		{Cycles: 4, Live: 200, NonHeap: 10}, // after it
-	}
-	var mu sync.Mutex
-	var set []int64
-	next := 0
-	k := &Keeper{Headroom: 1000, Every: time.Millisecond,
-		Read: func() Sample {
-			mu.Lock()
-			defer mu.Unlock()
-			s := samples[min(next, len(samples)-1)]
-			next++
-			return s
-		},
-		Set:     func(v int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, v); return 0 },
-		Relaxed: func() bool { mu.Lock(); defer mu.Unlock(); return next == 2 || next == 3 },
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { k.Run(ctx); close(done) }()
-	poll.Eventually(t, 10*time.Second, "every sample read", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		return poll.Check(next > len(samples), "%d of %d samples read", next, len(samples))
-	})
-	cancel()
-	<-done
-	want := []int64{1110, noLimit, noLimit, 1210, noLimit}
-	if !slices.Equal(set, want) {
-		t.Fatalf("limits set %v, want %v", set, want)
-	}
 }
 
 // TestRelaxCounts: the limit stays lifted until every Relax is released,
