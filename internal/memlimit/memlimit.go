@@ -99,7 +99,8 @@ func Relax() (release func()) {
 	return func() { once.Do(func() { relaxed.Add(-1) }) }
 }
 
-func isRelaxed() bool { return relaxed.Load() > 0 }
+// Relaxed says whether some Relax is not yet released.
+func Relaxed() bool { return relaxed.Load() > 0 }
 
 // Start runs a keeper with headroom until ctx ends; headroom 0, or a
 // GOMEMLIMIT in the environment (the operator's choice), leaves the
@@ -109,7 +110,7 @@ func Start(ctx context.Context, headroom uint64, logger *slog.Logger) {
 		return
 	}
 	logger.Info("heap headroom: the soft memory limit follows the live heap", "headroom_mib", headroom>>20)
-	k := &Keeper{Headroom: headroom, Every: 100 * time.Millisecond, Read: Read, Set: debug.SetMemoryLimit, Relaxed: isRelaxed}
+	k := &Keeper{Headroom: headroom, Every: 100 * time.Millisecond, Read: Read, Set: debug.SetMemoryLimit, Relaxed: Relaxed}
 	keeping.Store(true)
 	go func() {
 		defer keeping.Store(false)

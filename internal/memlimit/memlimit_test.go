@@ -90,17 +90,17 @@ func TestReadSamplesTheRuntime(t *testing.T) {
 // TestRelaxCounts: the limit stays lifted until every Relax is released,
 // and releasing one twice counts once.
 func TestRelaxCounts(t *testing.T) {
-	if isRelaxed() {
+	if Relaxed() {
 		t.Fatal("relaxed before any Relax")
 	}
 	a, b := Relax(), Relax()
 	a()
 	a()
-	if !isRelaxed() {
+	if !Relaxed() {
 		t.Fatal("one of two released (twice) and the limit is back")
 	}
 	b()
-	if isRelaxed() {
+	if Relaxed() {
 		t.Fatal("both released and the limit is still lifted")
 	}
 }
