@@ -88,8 +88,10 @@ var (
 // the state's; a headroom fixed in bytes then makes the collector run
 // every headroom's worth of it (a 100,000-bundle restore took 1.9 s with
 // 256 MiB against 1.1 s without). The keeper sets the limit again at the
-// first collection after the last release. Without a running keeper (off,
-// or a GOMEMLIMIT of the operator's) it changes nothing.
+// first collection after the last release (and one that read Relaxed
+// just before this call may set it once more: the next collection lifts
+// it again). Without a running keeper (off, or a GOMEMLIMIT of the
+// operator's) it changes nothing.
 func Relax() (release func()) {
 	relaxed.Add(1)
 	if keeping.Load() {
