@@ -13,15 +13,7 @@ import (
 func FuzzRestore(f *testing.F) {
 	seed := fuzzFixture(f)
 	seed.ok(UpsertACLTokenType, &UpsertACLTokenRequest{Token: ACLToken{AccessorID: "a", SecretHash: hashA, Kind: ACLRead}})
-	snap, err := seed.fsm.Snapshot()
-	if err != nil {
-		f.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := PersistTo(snap, &buf); err != nil {
-		f.Fatal(err)
-	}
-	valid := buf.Bytes()
+	valid := snapshotBytes(f, seed.fsm).Bytes()
 	f.Add(valid)
 	f.Add(valid[:len(valid)/2])
 	f.Add(valid[:16])

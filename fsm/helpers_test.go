@@ -220,7 +220,15 @@ func usageEqual(a, b ledger.Usage) bool {
 // may hold state of its own (a restore must replace it).
 func restoreInto(t testingT, from, into *FSM) {
 	t.Helper()
-	snap, err := from.Snapshot()
+	if err := into.Restore(io.NopCloser(snapshotBytes(t, from))); err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+}
+
+// snapshotBytes is f's snapshot as a restore reads it.
+func snapshotBytes(t testingT, f *FSM) *bytes.Buffer {
+	t.Helper()
+	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
@@ -228,9 +236,7 @@ func restoreInto(t testingT, from, into *FSM) {
 	if err := PersistTo(snap, &buf); err != nil {
 		t.Fatalf("persist: %v", err)
 	}
-	if err := into.Restore(io.NopCloser(&buf)); err != nil {
-		t.Fatalf("restore: %v", err)
-	}
+	return &buf
 }
 
 // checkScopeInvariants: every cluster and cap group scope holds what the

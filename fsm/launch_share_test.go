@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"io"
 	"reflect"
 	"testing"
@@ -40,15 +39,7 @@ func TestAssignmentsShareLaunch(t *testing.T) {
 	h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next}) // one replica relaunched, one behind
 
 	restored := New(Config{})
-	snap, err := h.fsm.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := PersistTo(snap, &buf); err != nil {
-		t.Fatal(err)
-	}
-	if err := restored.Restore(io.NopCloser(&buf)); err != nil {
+	if err := restored.Restore(io.NopCloser(snapshotBytes(t, h.fsm))); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := stateHash(t, h.fsm), stateHash(t, restored); a != b {

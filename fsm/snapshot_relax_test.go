@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"io"
 	"testing"
 
@@ -30,18 +29,11 @@ func TestRestoreLiftsTheHeapLimit(t *testing.T) {
 	src := newHarness(t)
 	src.readyNode(testNode("n1", "p", "az1", "c1", 8000, 8))
 	src.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b", "p", testJob("j", 100, 0))})
-	snap, err := src.fsm.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := PersistTo(snap, &buf); err != nil {
-		t.Fatal(err)
-	}
+	buf := snapshotBytes(t, src.fsm)
 	if memlimit.Relaxed() {
 		t.Fatal("the limit is lifted before any restore")
 	}
-	w := &relaxWatcher{r: &buf}
+	w := &relaxWatcher{r: buf}
 	if err := New(Config{}).Restore(io.NopCloser(w)); err != nil {
 		t.Fatal(err)
 	}
