@@ -27,9 +27,11 @@ type placer struct {
 	// this they would wait for another one however long the pause is.
 	deferred *deferrals
 	// scannedAt and scannedChange record the last pass that looked at the
-	// unplaceable bundles, and the cluster (nodes, pools) index it saw.
+	// unplaceable bundles, and the cluster (nodes, pools) index it saw;
+	// rescan, that the last pass left some of its queue for later.
 	scannedAt     time.Time
 	scannedChange uint64
+	rescan        bool
 	// since times the pending bundles for the placement latency metric.
 	since pendingSince
 	// recordedAt is when the last plan of only failure records committed;
@@ -41,12 +43,14 @@ type placer struct {
 	held map[string]heldTry
 }
 
-// unplaceableRescan bounds how often the placer re-reads every unplaceable
-// bundle while the cluster has not changed. Those bundles wait for a change
-// anyway (AttemptIndex), but finding that out meant walking all of them on
-// every pass: under a burst of creates into a full pool, a pass per commit
-// over a list that grows with each create (bench: write suite).
-const unplaceableRescan = time.Second
+// unplaceableRescan is how often the placer re-reads every unplaceable
+// bundle while the cluster has not changed and no pass left part of its
+// queue behind. An unplaceable bundle waits for a cluster change
+// (AttemptIndex: a plan's record of it never predates the cluster its pass
+// read), so that walk finds nothing; it is a safety net only. Walking them
+// on every pass grew with each create into a full pool, and once a second
+// it still cost the leader 3 % of the write suite's CPU (docs/performance.md).
+const unplaceableRescan = 30 * time.Second
 
 // recordCoalesce is how often at most the placer commits a plan that only
 // records why bundles do not fit. Each create into a full pool woke a pass
@@ -65,7 +69,8 @@ const (
 func (p *placer) Name() string { return "placement" }
 
 func (p *placer) Run(ctx context.Context) {
-	p.since = pendingSince{} // a new term measures from when it takes over
+	p.since = pendingSince{}  // a new term measures from when it takes over
+	p.scannedAt = time.Time{} // and reads the unplaceable bundles first
 	for ctx.Err() == nil {
 		watch := p.l.store.WatchCh()
 		committed := p.pass(ctx)
@@ -93,6 +98,9 @@ func (p *placer) pass(ctx context.Context) int {
 	p.since.see(queue, start)
 	cluster := st.Index("nodes", "pools")
 	queue, held := p.splitHeld(queue, cluster, start)
+	// Bundles this pass leaves (held records, a queue over one plan) are
+	// read again by the next, unplaceable ones included.
+	p.rescan = len(held) > 0 || len(queue) > maxBundlesPerPlan
 	if len(queue) == 0 {
 		return 0
 	}
@@ -105,12 +113,16 @@ func (p *placer) pass(ctx context.Context) int {
 	p.placeAll(batch, queue, &budget, start)
 	if p.holdRecords(batch, start) {
 		p.hold(queue, cluster)
+		p.rescan = true
 		return 0
 	}
 	// This plan commits: the records held back ride along.
 	p.placeAll(batch, held[:min(len(held), maxBundlesPerPlan)], &budget, start)
 	p.held = nil
 	committed := p.l.applyBatch(ctx, batch)
+	if committed < batch.Parts() {
+		p.rescan = true // a part that did not commit is tried again next pass
+	}
 	end := p.l.clock.Now()
 	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
 	p.since.settle(p.l.store.State(), p.l.metrics.PlacementLatency, end)
@@ -210,11 +222,11 @@ func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time)
 }
 
 // scanUnplaceable says whether this pass reads the unplaceable bundles:
-// always after a cluster change (that is what they wait for), otherwise at
-// most once per unplaceableRescan.
+// after a cluster change (that is what they wait for), after a pass that
+// left some for later, otherwise once per unplaceableRescan.
 func (p *placer) scanUnplaceable(st *fsm.State, now time.Time) bool {
 	changed := st.Index("nodes", "pools")
-	if changed == p.scannedChange && now.Sub(p.scannedAt) < unplaceableRescan {
+	if changed == p.scannedChange && !p.rescan && now.Sub(p.scannedAt) < unplaceableRescan {
 		return false
 	}
 	p.scannedChange, p.scannedAt = changed, now
