@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
@@ -98,9 +99,9 @@ func (p *placer) pass(ctx context.Context) int {
 	p.since.see(queue, start)
 	cluster := st.Index("nodes", "pools")
 	queue, held := p.splitHeld(queue, cluster, start)
-	// Bundles this pass leaves (held records, a queue over one plan) are
-	// read again by the next, unplaceable ones included.
-	p.rescan = len(held) > 0 || len(queue) > maxBundlesPerPlan
+	// Unplaceable bundles this pass leaves (held records, a queue over one
+	// plan) are read again by the next; pending ones always are.
+	p.rescan = scanFinds(held, cluster) || len(queue) > maxBundlesPerPlan && scanFinds(queue[maxBundlesPerPlan:], cluster)
 	if len(queue) == 0 {
 		return 0
 	}
@@ -113,15 +114,15 @@ func (p *placer) pass(ctx context.Context) int {
 	p.placeAll(batch, queue, &budget, start)
 	if p.holdRecords(batch, start) {
 		p.hold(queue, cluster)
-		p.rescan = true
+		p.rescan = p.rescan || scanFinds(queue, cluster)
 		return 0
 	}
 	// This plan commits: the records held back ride along.
 	p.placeAll(batch, held[:min(len(held), maxBundlesPerPlan)], &budget, start)
 	p.held = nil
 	committed := p.l.applyBatch(ctx, batch)
-	if committed < batch.Parts() {
-		p.rescan = true // a part that did not commit is tried again next pass
+	if committed < batch.Parts() { // a part that did not commit is tried again next pass
+		p.rescan = p.rescan || scanFinds(queue, cluster) || scanFinds(held, cluster)
 	}
 	end := p.l.clock.Now()
 	p.l.metrics.PlacementBatch.Observe(end.Sub(start).Seconds())
@@ -219,6 +220,15 @@ func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time)
 	queue = append(queue, due...)
 	sortByBand(queue)
 	return queue
+}
+
+// scanFinds says whether some of bs are unplaceable bundles that only a
+// read of them all finds (placementQueue): not yet tried against cluster.
+// Pending ones are read on every pass, deferred ones are remembered.
+func scanFinds(bs []*fsm.Bundle, cluster uint64) bool {
+	return slices.ContainsFunc(bs, func(b *fsm.Bundle) bool {
+		return b.State == fsm.StateUnplaceable && b.AttemptIndex < cluster
+	})
 }
 
 // scanUnplaceable says whether this pass reads the unplaceable bundles:

@@ -83,3 +83,26 @@ func TestPlacerRetriesAPlanThatFailed(t *testing.T) {
 		t.Fatalf("big last tried at %d, before the node joined at %d", b.AttemptIndex, joined)
 	}
 }
+
+// TestScanFinds: only an unplaceable bundle not tried against the cluster
+// needs a read of them all; a deferred one (tried against it) is in the
+// placer's memory, and a pending one is read on every pass. Counting the
+// deferred made every pass under a burst of creates read the whole
+// backlog (bench: write suite, 22 % of the CPU).
+func TestScanFinds(t *testing.T) {
+	b := func(state string, attempt uint64) *fsm.Bundle { return &fsm.Bundle{State: state, AttemptIndex: attempt} }
+	for _, tc := range []struct {
+		name string
+		bs   []*fsm.Bundle
+		want bool
+	}{
+		{"none", nil, false},
+		{"pending", []*fsm.Bundle{b(fsm.StatePending, 0)}, false},
+		{"tried against this cluster", []*fsm.Bundle{b(fsm.StateUnplaceable, 10), b(fsm.StateUnplaceable, 11)}, false},
+		{"tried before it changed", []*fsm.Bundle{b(fsm.StatePending, 0), b(fsm.StateUnplaceable, 9)}, true},
+	} {
+		if got := scanFinds(tc.bs, 10); got != tc.want {
+			t.Errorf("%s: scanFinds = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
