@@ -50,3 +50,23 @@ func TestPlacerHonoursClusterAndGroupCaps(t *testing.T) {
 		})
 	}
 }
+
+// TestPlacerRetriesWhenCapsRise: raising the cluster's caps is a cluster
+// change: the bundle the cap kept out is tried again by the next pass.
+func TestPlacerRetriesWhenCapsRise(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 8000, 4, fsm.NodeReady)
+	e.store.ok(fsm.SetCapsType, &fsm.SetCapsRequest{Caps: fsm.ClusterCaps{Caps: ledger.PoolCaps{MaxCapacity: 1000}}})
+	e.bundle("b", "p", "", 2000)
+	p := &placer{l: e.l}
+	p.pass(e.ctx)
+	if got := e.get("b").State; got != fsm.StateUnplaceable {
+		t.Fatalf("bundle b is %s under the cap, want unplaceable", got)
+	}
+	e.store.ok(fsm.SetCapsType, &fsm.SetCapsRequest{Caps: fsm.ClusterCaps{Caps: ledger.PoolCaps{MaxCapacity: 4000}}})
+	e.clock.advance(recordCoalesce)
+	p.pass(e.ctx)
+	if got := e.get("b").State; got != fsm.StatePlaced {
+		t.Fatalf("bundle b is %s once the cap rose, want placed", got)
+	}
+}

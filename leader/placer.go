@@ -97,7 +97,7 @@ func (p *placer) pass(ctx context.Context) int {
 		p.since = pendingSince{}
 	}
 	p.since.see(queue, start)
-	cluster := st.Index("nodes", "pools")
+	cluster := clusterIndex(st)
 	queue, held := p.splitHeld(queue, cluster, start)
 	// Unplaceable bundles this pass leaves (held records, a queue over one
 	// plan) are read again by the next; pending ones always are.
@@ -222,6 +222,11 @@ func (p *placer) withDeferred(st *fsm.State, queue []*fsm.Bundle, now time.Time)
 	return queue
 }
 
+// clusterIndex is the last change to what a placement depends on besides
+// the bundle itself: nodes, pools and the cluster's caps. An unplaceable
+// bundle is tried again once it moves (AttemptIndex).
+func clusterIndex(st *fsm.State) uint64 { return st.Index("nodes", "pools", "caps") }
+
 // scanFinds says whether some of bs are unplaceable bundles that only a
 // read of them all finds (placementQueue): not yet tried against cluster.
 // Pending ones are read on every pass, deferred ones are remembered.
@@ -235,7 +240,7 @@ func scanFinds(bs []*fsm.Bundle, cluster uint64) bool {
 // after a cluster change (that is what they wait for), after a pass that
 // left some for later, otherwise once per unplaceableRescan.
 func (p *placer) scanUnplaceable(st *fsm.State, now time.Time) bool {
-	changed := st.Index("nodes", "pools")
+	changed := clusterIndex(st)
 	if changed == p.scannedChange && !p.rescan && now.Sub(p.scannedAt) < unplaceableRescan {
 		return false
 	}
@@ -247,7 +252,7 @@ func (p *placer) scanUnplaceable(st *fsm.State, now time.Time) bool {
 // then submission time, then id (DESIGN §3.6). Unplaceable bundles are
 // included only when withUnplaceable.
 func placementQueue(st *fsm.State, withUnplaceable bool) []*fsm.Bundle {
-	changed := st.Index("nodes", "pools")
+	changed := clusterIndex(st)
 	states := []string{fsm.StatePending, fsm.StateDegraded}
 	if withUnplaceable {
 		states = append(states, fsm.StateUnplaceable)

@@ -35,7 +35,7 @@ func TestPlacerReadsUnplaceableWhenTheyMayFit(t *testing.T) {
 	// A node joins that fits none of them: every one is tried against it,
 	// though one plan holds only maxBundlesPerPlan.
 	e.node("n2", "p", 1500, 4, fsm.NodeReady)
-	joined := e.store.State().Index("nodes", "pools")
+	joined := clusterIndex(e.store.State())
 	settle()
 	for _, b := range e.store.State().BundlesInState(fsm.StateUnplaceable) {
 		if b.AttemptIndex < joined {
@@ -73,7 +73,7 @@ func TestPlacerRetriesAPlanThatFailed(t *testing.T) {
 		t.Fatalf("big %s, want unplaceable", e.get("big").State)
 	}
 	e.node("n2", "p", 1500, 4, fsm.NodeReady)
-	joined := e.store.State().Index("nodes", "pools")
+	joined := clusterIndex(e.store.State())
 	e.store.failNext(raftstore.ErrNoLeader)
 	e.clock.advance(recordCoalesce)
 	p.pass(e.ctx)

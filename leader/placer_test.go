@@ -358,7 +358,7 @@ func TestPlacerSkipsHeldRecordsUntilTheyCanChange(t *testing.T) {
 	p.pass(e.ctx) // big2's record is held
 	split := func() (rest, held []string) {
 		st := e.store.State()
-		r, h := p.splitHeld(placementQueue(st, false), st.Index("nodes", "pools"), e.clock.Now())
+		r, h := p.splitHeld(placementQueue(st, false), clusterIndex(st), e.clock.Now())
 		return bundleIDs(r), bundleIDs(h)
 	}
 	if rest, held := split(); len(rest) != 0 || !slices.Equal(held, []string{"big2"}) {
