@@ -90,7 +90,9 @@ func TestPlacerRetriesAPlanThatFailed(t *testing.T) {
 // deferred made every pass under a burst of creates read the whole
 // backlog (bench: write suite, 22 % of the CPU).
 func TestScanFinds(t *testing.T) {
-	b := func(state string, attempt uint64) *fsm.Bundle { return &fsm.Bundle{State: state, AttemptIndex: attempt} }
+	b := func(state string, attempt uint64) *fsm.Bundle {
+		return &fsm.Bundle{State: state, AttemptIndex: attempt}
+	}
 	for _, tc := range []struct {
 		name string
 		bs   []*fsm.Bundle
