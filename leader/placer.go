@@ -28,8 +28,8 @@ type placer struct {
 	// this they would wait for another one however long the pause is.
 	deferred *deferrals
 	// scannedAt and scannedChange record the last pass that looked at the
-	// unplaceable bundles, and the cluster (nodes, pools) index it saw;
-	// rescan, that the last pass left some of its queue for later.
+	// unplaceable bundles, and the cluster index it saw; rescan, that a
+	// pass since left some that only such a read finds (scanFinds).
 	scannedAt     time.Time
 	scannedChange uint64
 	rescan        bool
@@ -244,7 +244,7 @@ func (p *placer) scanUnplaceable(st *fsm.State, now time.Time) bool {
 	if changed == p.scannedChange && !p.rescan && now.Sub(p.scannedAt) < unplaceableRescan {
 		return false
 	}
-	p.scannedChange, p.scannedAt = changed, now
+	p.scannedChange, p.scannedAt, p.rescan = changed, now, false
 	return true
 }
 

@@ -18,7 +18,7 @@ func TestPlacerReadsUnplaceableWhenTheyMayFit(t *testing.T) {
 	e.node("n1", "p", 1000, 4, fsm.NodeReady)
 	total := maxBundlesPerPlan + 3
 	for i := range total {
-		e.bundle(fmt.Sprintf("b%04d", i), "p", "", 2000)
+		e.bundle(fmt.Sprintf("b%04d", i), "p", fsm.PriorityBronze, 2000) // no preemption searches: nothing deferred
 	}
 	p := &placer{l: e.l}
 	settle := func() {
@@ -54,6 +54,17 @@ func TestPlacerReadsUnplaceableWhenTheyMayFit(t *testing.T) {
 	p.pass(e.ctx)
 	if !p.scannedAt.Equal(e.clock.Now()) {
 		t.Fatalf("no read after %v (last at %v)", unplaceableRescan, p.scannedAt)
+	}
+	// A read owed to an earlier pass is one read, even when it finds
+	// nothing to place.
+	p.rescan = true
+	e.clock.advance(time.Second)
+	p.pass(e.ctx)
+	walked = p.scannedAt
+	e.clock.advance(time.Second)
+	p.pass(e.ctx)
+	if !walked.Equal(e.clock.Now().Add(-time.Second)) || !p.scannedAt.Equal(walked) {
+		t.Fatalf("read at %v, then at %v: want one read, a second before now (%v)", walked, p.scannedAt, e.clock.Now())
 	}
 	if ps := e.store.take(); len(ps) != 0 {
 		t.Fatalf("proposed %v for a cluster that did not change", typesOf(ps))
