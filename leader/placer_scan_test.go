@@ -119,3 +119,26 @@ func TestScanFinds(t *testing.T) {
 		}
 	}
 }
+
+// TestPlacerRetriesHeldUnplaceable: an unplaceable bundle tried again
+// after a cluster change, whose record the pass holds back (recordCoalesce),
+// is tried once more when the records may commit, without a cluster change.
+func TestPlacerRetriesHeldUnplaceable(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 4, fsm.NodeReady)
+	e.bundle("big", "p", fsm.PriorityBronze, 2000)
+	p := &placer{l: e.l}
+	p.pass(e.ctx) // the first record commits at once
+	e.node("n2", "p", 1500, 4, fsm.NodeReady)
+	joined := clusterIndex(e.store.State())
+	e.store.take()
+	p.pass(e.ctx) // within recordCoalesce of the first: held
+	if ps := e.store.take(); len(ps) != 0 || e.get("big").AttemptIndex >= joined {
+		t.Fatalf("the second record was not held: %v, attempt %d", typesOf(ps), e.get("big").AttemptIndex)
+	}
+	e.clock.advance(recordCoalesce)
+	p.pass(e.ctx)
+	if b := e.get("big"); b.AttemptIndex < joined {
+		t.Fatalf("big last tried at %d, before the node joined at %d", b.AttemptIndex, joined)
+	}
+}
