@@ -45,12 +45,12 @@ type placer struct {
 }
 
 // unplaceableRescan is how often the placer re-reads every unplaceable
-// bundle while the cluster has not changed and no pass left part of its
-// queue behind. An unplaceable bundle waits for a cluster change
-// (AttemptIndex: a plan's record of it never predates the cluster its pass
-// read), so that walk finds nothing; it is a safety net only. Walking them
-// on every pass grew with each create into a full pool, and once a second
-// it still cost the leader 3 % of the write suite's CPU (docs/performance.md).
+// bundle while the cluster has not changed and no pass left such bundles
+// behind. One can only fit once the cluster changes, and every change is
+// read (clusterIndex), so that walk finds nothing to do: a safety net only.
+// Walking them on every pass grew with each create into a full pool, and
+// once a second it still cost the leader 3 % of the write suite's CPU
+// (docs/performance.md).
 const unplaceableRescan = 30 * time.Second
 
 // recordCoalesce is how often at most the placer commits a plan that only
