@@ -74,12 +74,16 @@ type Keeper struct {
 	Read     func() Sample
 	Set      func(int64) int64 // debug.SetMemoryLimit
 	Relaxed  func() bool       // the limit is lifted while true (Relax)
+	// Lifts counts the Relax calls so far: a change says the limit was
+	// lifted since, even by a Relax released between two looks.
+	Lifts func() uint64
 }
 
 // relaxed counts the callers between Relax and its release; keeping says a
 // keeper started by Start runs in this process.
 var (
 	relaxed atomic.Int32
+	lifts   atomic.Uint64
 	keeping atomic.Bool
 )
 
@@ -87,13 +91,16 @@ var (
 // builds the new state beside the old one, so the live heap passes twice
 // the state's; a headroom fixed in bytes then makes the collector run
 // every headroom's worth of it (a 100,000-bundle restore took 1.9 s with
-// 256 MiB against 1.1 s without). The keeper sets the limit again at the
-// first collection after the last release (and one that read Relaxed
-// just before this call may set it once more: the next collection lifts
-// it again). Without a running keeper (off, or a GOMEMLIMIT of the
-// operator's) it changes nothing.
+// 256 MiB against 1.1 s without). The keeper sets the limit again as soon
+// as it sees the last release (within its Every), from the latest
+// collection: waiting for the next collection let the heap grow to twice
+// its live part first, the old state's garbage included. A keeper that
+// read Relaxed just before this call may set the limit once more: the
+// next collection lifts it again. Without a running keeper (off, or a
+// GOMEMLIMIT of the operator's) it changes nothing.
 func Relax() (release func()) {
 	relaxed.Add(1)
+	lifts.Add(1)
 	if keeping.Load() {
 		debug.SetMemoryLimit(noLimit)
 	}
@@ -112,7 +119,10 @@ func Start(ctx context.Context, headroom uint64, logger *slog.Logger) {
 		return
 	}
 	logger.Info("heap headroom: the soft memory limit follows the live heap", "headroom_mib", headroom>>20)
-	k := &Keeper{Headroom: headroom, Every: 100 * time.Millisecond, Read: Read, Set: debug.SetMemoryLimit, Relaxed: Relaxed}
+	k := &Keeper{
+		Headroom: headroom, Every: 100 * time.Millisecond, Read: Read, Set: debug.SetMemoryLimit,
+		Relaxed: Relaxed, Lifts: lifts.Load,
+	}
 	keeping.Store(true)
 	go func() {
 		defer keeping.Store(false)
@@ -120,21 +130,32 @@ func Start(ctx context.Context, headroom uint64, logger *slog.Logger) {
 	}()
 }
 
-// Run sets the limit after every collection until ctx ends, then lifts it.
+// Run sets the limit after every collection, and once a Relax is
+// released, until ctx ends; then it lifts it.
 func (k *Keeper) Run(ctx context.Context) {
 	tick := time.NewTicker(k.Every)
 	defer tick.Stop()
 	defer k.Set(noLimit)
-	var seen uint64
+	var seen, lifted uint64
+	owed := false // a Relax lifted the limit since the keeper last set one
 	for {
-		if s := k.Read(); s.Cycles != seen {
-			seen = s.Cycles
-			if k.Relaxed != nil && k.Relaxed() {
-				k.Set(noLimit)
-			} else {
-				k.Set(Limit(s, k.Headroom))
+		s := k.Read()
+		if k.Lifts != nil {
+			if n := k.Lifts(); n != lifted {
+				lifted, owed = n, true
 			}
 		}
+		switch {
+		case k.Relaxed != nil && k.Relaxed():
+			owed = true
+			if s.Cycles != seen {
+				k.Set(noLimit)
+			}
+		case s.Cycles != seen || owed:
+			k.Set(Limit(s, k.Headroom))
+			owed = false
+		}
+		seen = s.Cycles
 		select {
 		case <-ctx.Done():
 			return

@@ -12,9 +12,10 @@ import (
 )
 
 // runKeeper runs a keeper over samples, one a tick, with relaxed telling
-// whether a restore holds the limit off once the nth sample is read, and
+// whether a restore holds the limit off once the nth sample is read (and
+// lifts, when given, how many Relax calls there were by then), and
 // returns the limits it set, the one set as it stops last.
-func runKeeper(t *testing.T, samples []Sample, relaxed func(n int) bool) []int64 {
+func runKeeper(t *testing.T, samples []Sample, relaxed func(n int) bool, lifts ...func(n int) uint64) []int64 {
 	t.Helper()
 	var mu sync.Mutex
 	var set []int64
@@ -29,6 +30,9 @@ func runKeeper(t *testing.T, samples []Sample, relaxed func(n int) bool) []int64
 		},
 		Set:     func(v int64) int64 { mu.Lock(); defer mu.Unlock(); set = append(set, v); return 0 },
 		Relaxed: func() bool { mu.Lock(); defer mu.Unlock(); return relaxed(next) },
+	}
+	if len(lifts) > 0 {
+		k.Lifts = func() uint64 { mu.Lock(); defer mu.Unlock(); return lifts[0](next) }
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -72,6 +76,27 @@ func TestKeeperLiftsTheLimitWhileRelaxed(t *testing.T) {
 	set := runKeeper(t, samples, func(n int) bool { return n == 2 || n == 3 })
 	if want := []int64{1110, noLimit, noLimit, 1210, noLimit}; !slices.Equal(set, want) {
 		t.Fatalf("limits set %v, want %v", set, want)
+	}
+}
+
+// TestKeeperSetsTheLimitOnRelease: the limit comes back as soon as the
+// last Relax is released, from the latest collection, without waiting for
+// the next one: until then the heap could grow to twice its live part.
+func TestKeeperSetsTheLimitOnRelease(t *testing.T) {
+	samples := []Sample{
+		{Cycles: 1, Live: 100, NonHeap: 10},
+		{Cycles: 1, Live: 100, NonHeap: 10}, // a restore holds the limit off
+		{Cycles: 1, Live: 100, NonHeap: 10}, // released, no collection since
+		{Cycles: 1, Live: 100, NonHeap: 10},
+	}
+	set := runKeeper(t, samples, func(n int) bool { return n == 2 })
+	if want := []int64{1110, 1110, noLimit}; !slices.Equal(set, want) {
+		t.Fatalf("limits set %v, want %v", set, want)
+	}
+	// A Relax released between two looks is seen by its count.
+	set = runKeeper(t, samples, func(int) bool { return false }, func(n int) uint64 { return uint64(min(n/3, 1)) })
+	if want := []int64{1110, 1110, noLimit}; !slices.Equal(set, want) {
+		t.Fatalf("limits set %v after an unseen Relax, want %v", set, want)
 	}
 }
 
