@@ -93,8 +93,9 @@ var (
 // every headroom's worth of it (a 100,000-bundle restore took 1.9 s with
 // 256 MiB against 1.1 s without). The keeper sets the limit again as soon
 // as it sees the last release (within its Every), from the latest
-// collection: waiting for the next collection let the heap grow to twice
-// its live part first, the old state's garbage included. A keeper that
+// collection: waiting for the next one left the limit off for as long as
+// no collection came (docs/performance.md measured no RSS difference in a
+// restore followed by allocation; the peak is the restore's). A keeper that
 // read Relaxed just before this call may set the limit once more: the
 // next collection lifts it again. Without a running keeper (off, or a
 // GOMEMLIMIT of the operator's) it changes nothing.
