@@ -25,11 +25,13 @@ var ErrBlocked = errors.New("gossip: link blocked by fault injection")
 // — Partition does that — or a peer's TCP fallback probe will still get
 // through.
 type FaultTransport struct {
-	inner    memberlist.NodeAwareTransport
-	packetCh chan *memberlist.Packet
-	done     chan struct{}
-	stop     sync.Once
-	wg       sync.WaitGroup
+	inner     memberlist.NodeAwareTransport
+	packetCh  chan *memberlist.Packet
+	done      chan struct{} // closed when Shutdown starts: deliver no more
+	innerDown chan struct{} // closed when the inner transport has shut down
+	stop      sync.Once
+	stopped   sync.Once
+	wg        sync.WaitGroup
 
 	mu      sync.RWMutex
 	blocked map[string]struct{}
@@ -45,10 +47,11 @@ func NewFaultTransport(inner memberlist.Transport) *FaultTransport {
 		na = plainTransport{inner}
 	}
 	t := &FaultTransport{
-		inner:    na,
-		packetCh: make(chan *memberlist.Packet),
-		done:     make(chan struct{}),
-		blocked:  make(map[string]struct{}),
+		inner:     na,
+		packetCh:  make(chan *memberlist.Packet),
+		done:      make(chan struct{}),
+		innerDown: make(chan struct{}),
+		blocked:   make(map[string]struct{}),
 	}
 	t.wg.Add(1)
 	go t.forward()
@@ -186,15 +189,20 @@ func (t *FaultTransport) PacketCh() <-chan *memberlist.Packet { return t.packetC
 // StreamCh implements memberlist.Transport (see the type comment on streams).
 func (t *FaultTransport) StreamCh() <-chan net.Conn { return t.inner.StreamCh() }
 
-// Shutdown implements memberlist.Transport.
+// Shutdown implements memberlist.Transport. The inner transport's listeners
+// hand over packets until its Shutdown returns (memberlist's NetTransport
+// waits for them, and its UDP listener's send blocks), so forward keeps
+// draining them until then, and only then exits.
 func (t *FaultTransport) Shutdown() error {
 	t.stop.Do(func() { close(t.done) })
 	err := t.inner.Shutdown()
+	t.stopped.Do(func() { close(t.innerDown) })
 	t.wg.Wait()
 	return err
 }
 
-// forward filters the inner packet channel into ours.
+// forward filters the inner packet channel into ours; once Shutdown has
+// begun it drops what arrives instead.
 func (t *FaultTransport) forward() {
 	defer t.wg.Done()
 	in := t.inner.PacketCh()
@@ -206,7 +214,7 @@ func (t *FaultTransport) forward() {
 			if !ok {
 				return
 			}
-		case <-t.done:
+		case <-t.innerDown:
 			return
 		}
 		if p == nil || (p.From != nil && t.isBlocked(p.From.String())) {
@@ -215,7 +223,6 @@ func (t *FaultTransport) forward() {
 		select {
 		case t.packetCh <- p:
 		case <-t.done:
-			return
 		}
 	}
 }

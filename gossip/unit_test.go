@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/internal/poll"
 	"github.com/hashicorp/memberlist"
 )
 
@@ -168,6 +169,37 @@ func TestFaultTransportDropsBlockedTraffic(t *testing.T) {
 	if a.isBlocked(bAddr) {
 		t.Fatal("UnblockAll left b blocked")
 	}
+}
+
+// shutdownSender is a transport whose Shutdown hands over one last packet
+// before it returns, as memberlist's NetTransport does when a datagram
+// arrives during shutdown: its UDP listener blocks on the send, and
+// Shutdown waits for the listener.
+type shutdownSender struct {
+	memberlist.Transport
+	packets chan *memberlist.Packet
+}
+
+func (s shutdownSender) PacketCh() <-chan *memberlist.Packet { return s.packets }
+
+func (s shutdownSender) Shutdown() error {
+	s.packets <- &memberlist.Packet{Buf: []byte("late")}
+	return nil
+}
+
+func TestFaultTransportShutdownDrainsLatePackets(t *testing.T) {
+	var mn memberlist.MockNetwork
+	ft := NewFaultTransport(shutdownSender{Transport: mn.NewTransport("a"), packets: make(chan *memberlist.Packet)})
+	returned := make(chan error, 1)
+	go func() { returned <- ft.Shutdown() }()
+	poll.Eventually(t, 10*time.Second, "Shutdown returns though a packet arrived during it", func() error {
+		select {
+		case err := <-returned:
+			return poll.Check(err == nil, "Shutdown: %v", err)
+		default:
+			return errors.New("Shutdown has not returned")
+		}
+	})
 }
 
 func TestNormAddr(t *testing.T) {

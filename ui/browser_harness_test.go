@@ -87,6 +87,7 @@ type browser struct {
 	dir   string
 	mu    sync.Mutex
 	probs []string
+	logs  []string // every console error and warning, for a failure's log
 }
 
 func newBrowser(t *testing.T) *browser {
@@ -120,11 +121,15 @@ func (b *browser) watchConsole(messages iter.Seq2[chromedp.ConsoleMessage, error
 		if err != nil {
 			return
 		}
+		line := fmt.Sprintf("%s %s:%d: %s", m.Type, m.URL, m.Line+1, m.Text)
+		b.mu.Lock()
 		if m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
-			b.mu.Lock()
-			b.probs = append(b.probs, fmt.Sprintf("%s %s:%d: %s", m.Type, m.URL, m.Line+1, m.Text))
-			b.mu.Unlock()
+			b.probs = append(b.probs, line)
 		}
+		if m.IsException() || m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning {
+			b.logs = append(b.logs, line)
+		}
+		b.mu.Unlock()
 	}
 }
 
@@ -228,6 +233,11 @@ func (b *browser) fail(t *testing.T, format string, args ...any) {
 	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
 		t.Logf("page text:\n%s", text)
 	}
+	b.mu.Lock()
+	for _, l := range b.logs {
+		t.Logf("console: %s", l)
+	}
+	b.mu.Unlock()
 	t.Fatalf(format, args...)
 }
 
