@@ -233,6 +233,11 @@ func (b *browser) fail(t *testing.T, format string, args ...any) {
 	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`)); err == nil {
 		t.Logf("page text:\n%s", text)
 	}
+	// What the page fetched, and how it went: a module that did not load
+	// leaves the page as the HTML alone.
+	if loads, err := chromedp.Run(ctx, chromedp.Evaluate[string](pageLoads)); err == nil {
+		t.Logf("page loads:\n%s", loads)
+	}
 	b.mu.Lock()
 	for _, l := range b.logs {
 		t.Logf("console: %s", l)
@@ -240,6 +245,12 @@ func (b *browser) fail(t *testing.T, format string, args ...any) {
 	b.mu.Unlock()
 	t.Fatalf(format, args...)
 }
+
+// pageLoads lists the document's state and every resource it fetched,
+// with the HTTP status and the milliseconds each took.
+const pageLoads = `[document.location.href + ' ' + document.readyState,
+  ...performance.getEntriesByType('resource').map((e) =>
+    e.name + ' ' + e.responseStatus + ' ' + Math.round(e.startTime) + '+' + Math.round(e.duration) + 'ms')].join('\n')`
 
 // jsString quotes s as a JavaScript string literal.
 func jsString(s string) string {
