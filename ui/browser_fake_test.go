@@ -207,3 +207,37 @@ func TestBrowserTokenFeedAndErrors(t *testing.T) {
 	})
 	b.checkNoProblems()
 }
+
+// TestBrowserSaysWhenScriptsFail: a module that does not load leaves the
+// app unrun; the page then says so instead of "Loading…" for good, and a
+// page whose scripts all load never shows that.
+func TestBrowserSaysWhenScriptsFail(t *testing.T) {
+	b := newBrowser(t)
+	var failEvents atomic.Bool
+	files := ui.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", &fakeAPI{moreLogs: make(chan struct{})})
+	mux.Handle("/ui/", http.StripPrefix("/ui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failEvents.Load() && r.URL.Path == "/events.js" {
+			http.Error(w, "injected failure", http.StatusInternalServerError)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	failEvents.Store(true)
+	b.open(t, srv.URL+"/ui/#/bundles")
+	b.waitJS(t, "the boot failure message", `document.querySelector('#boot-failed')?.textContent.includes('did not load')`)
+	b.shot(t, "boot-failed")
+
+	failEvents.Store(false)
+	b.open(t, "about:blank")
+	b.open(t, srv.URL+"/ui/#/bundles")
+	b.waitJS(t, "the app booted", `window.__amserverBooted === true && document.querySelector('#bundles-search') !== null`)
+	if eval[bool](t, b, `document.querySelector('#boot-failed') !== null`) {
+		t.Fatal("the boot failure message shows on a page whose scripts loaded")
+	}
+	b.checkNoProblems()
+}

@@ -77,6 +77,8 @@ async function watchLeader() {
   if (run === leaderRun) setTimeout(() => { if (run === leaderRun) watchLeader(); }, ok ? 5000 : 3000);
 }
 
+// Every module loaded: boot.js sees this and keeps quiet.
+window.__amserverBooted = true;
 wireToken();
 window.addEventListener('hashchange', route);
 window.addEventListener('amserver:token', () => {
