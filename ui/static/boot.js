@@ -8,6 +8,6 @@ window.addEventListener('load', () => {
   p.id = 'boot-failed';
   p.className = 'boot-failed';
   p.setAttribute('role', 'alert');
-  p.textContent = 'The UI\u2019s scripts did not load (the browser console says which). Reload the page to try again.';
+  p.textContent = 'The UI\u2019s scripts did not load or start (the browser console says why). Reload the page to try again.';
   view.replaceChildren(p);
 });
