@@ -20,7 +20,7 @@ const keyringRetry = time.Second
 func (s *Server) watchKeyring(ctx context.Context) {
 	var applied *fsm.Keyring // the row last applied; rows are immutable, so identity means unchanged
 	for {
-		watch := s.fsm.WatchCh()
+		watch := s.fsm.WatchKeyring()
 		kr := s.store.State().Keyring()
 		retry := false
 		switch {

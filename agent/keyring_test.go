@@ -230,3 +230,42 @@ func TestReplicatedKeyringWinsOverEncryptFlag(t *testing.T) {
 		t.Fatalf("replicated keyring after restart: %+v", kr)
 	}
 }
+
+// TestKeyringWatchLeavesFollowersBatching: the keyring watcher runs on
+// every server and must not read the state at each committed entry: a read
+// commits a follower's open transaction (fsm_open.go), and the follower
+// then pays a commit per entry instead of one per 256. Entries that do not
+// touch the keyring pile up in a follower's open transaction, one create
+// after another, while its watcher runs.
+func TestKeyringWatchLeavesFollowersBatching(t *testing.T) {
+	tc := keyCluster(t, 3, gossipKey(3))
+	leader := tc.Leader()
+	c := tc.Client(leader)
+	keyringWhere(t, c, "the seeded keyring", func(kr *api.Keyring) bool { return len(kr.Keys) == 1 })
+	ctx := ctxTimeout(t, 30*time.Second)
+	if _, err := c.PutPool(ctx, testPool("p")); err != nil {
+		t.Fatal(err)
+	}
+	follower := tc.Followers(leader)[0]
+	// Each create waits until the follower applied it, so a watcher that
+	// reads at every change has had its chance to commit in between.
+	const creates = 5
+	for i := range creates {
+		spec := api.BundleSpec{ID: fmt.Sprintf("b%d", i), Pool: "p",
+			Jobs: []api.Job{{Name: "j", Requirements: api.Requirements{Capacity: 1}}}}
+		if _, err := c.CreateBundle(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		want := leader.Raft().AppliedIndex()
+		poll.Eventually(t, 10*time.Second, "the follower to apply the create", func() error {
+			return poll.Check(follower.Raft().AppliedIndex() >= want, "follower at %d, leader at %d",
+				follower.Raft().AppliedIndex(), want)
+		})
+	}
+	if n := follower.FSM().OpenEntries(); n < creates {
+		t.Fatalf("the follower's open transaction holds %d entries after %d creates: something read its state at each one", n, creates)
+	}
+	if follower.FSM().State().Bundle(fmt.Sprintf("b%d", creates-1)) == nil {
+		t.Fatal("the follower's state misses the last create")
+	}
+}

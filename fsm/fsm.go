@@ -65,6 +65,7 @@ type FSM struct {
 	// for writing (which waits for every reader inside State and holds
 	// new ones back) once per batch.
 	changeCh atomic.Pointer[chan struct{}]
+	tables   tableWatches  // per-table channels (watch_tables.go)
 	applied  atomic.Uint64 // raft index of the last applied entry
 	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
 	handlers [256]handler
@@ -258,6 +259,7 @@ func (f *FSM) notify(changed map[string]bool) {
 	if len(changed) == 0 {
 		return
 	}
+	f.tables.fire(changed)
 	f.wake()
 }
 

@@ -102,3 +102,12 @@ func (f *FSM) flushOpen() {
 	f.commitOpen()
 	f.wmu.Unlock()
 }
+
+// OpenEntries is how many applied commands the open transaction holds,
+// not yet visible to a read until one comes: a diagnostic (a follower
+// nobody reads from keeps it above zero).
+func (f *FSM) OpenEntries() int {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return len(f.openLogs)
+}

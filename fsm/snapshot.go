@@ -128,6 +128,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.visible.Store(index)
 	f.batchEnd.Store(index)
 	f.mu.Unlock()
+	f.tables.fireAll()
 	f.wake()
 	return nil
 }
