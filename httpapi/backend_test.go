@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,6 +44,7 @@ type testBackend struct {
 	panicOn     string // "members": Members panics
 	transferred []string
 	removed     []string
+	servers     []raftstore.Peer // the Raft configuration when set; else this server and "other"
 }
 
 var _ Backend = (*testBackend)(nil)
@@ -175,12 +177,16 @@ func (b *testBackend) RaftInfo(ctx context.Context) (raftstore.Info, error) {
 	if b.leader {
 		state = "leader"
 	}
-	return raftstore.Info{
-		State: state, Term: 3, LastIndex: b.index, CommitIndex: b.index, AppliedIndex: b.index,
-		Servers: []raftstore.Peer{
+	servers := b.servers
+	if servers == nil {
+		servers = []raftstore.Peer{
 			{ID: b.id, Address: b.id + ":7071", Suffrage: "voter", Leader: b.leader},
 			{ID: "other", Address: "other:7071", Suffrage: "voter", Leader: !b.leader && b.hasLeader},
-		},
+		}
+	}
+	return raftstore.Info{
+		State: state, Term: 3, LastIndex: b.index, CommitIndex: b.index, AppliedIndex: b.index,
+		Servers: slices.Clone(servers),
 	}, nil
 }
 

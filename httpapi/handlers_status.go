@@ -44,29 +44,26 @@ func (s *Server) getHealth(c echo.Context) error {
 	return c.JSON(http.StatusOK, h)
 }
 
-// peerCount is the Raft configuration's size for health, best effort:
-// reading it goes through Raft's main loop, which a busy leader serves
-// late, and health must answer at once. A count at most a second old is
-// used; an older one is refreshed in the background.
+// peerCount is the Raft configuration's size for health. Raft keeps its
+// latest configuration where a read does not wait for its main loop, but
+// RaftInfo formats all of Raft's stats, and load balancers may ask for
+// health thousands of times a second: a count at most a second old is
+// reused, an older one read again (it was answered before, and a server
+// asked for health while it bootstrapped said 0 peers for good).
 func (s *Server) peerCount() int {
 	p := s.peers.Load()
-	if p == nil || time.Since(p.at) > time.Second {
-		if s.peersBusy.CompareAndSwap(false, true) {
-			go func() {
-				defer s.peersBusy.Store(false)
-				if info, err := s.b.RaftInfo(context.Background()); err == nil {
-					s.peers.Store(&peerSample{n: len(info.Servers), at: time.Now()})
-				}
-			}()
-		}
+	if p != nil && time.Since(p.at) <= time.Second {
+		return p.n
 	}
-	if p == nil {
-		if info, err := s.b.RaftInfo(context.Background()); err == nil {
-			return len(info.Servers) // the first health check waits once
+	info, err := s.b.RaftInfo(context.Background())
+	if err != nil {
+		if p != nil {
+			return p.n
 		}
 		return 0
 	}
-	return p.n
+	s.peers.Store(&peerSample{n: len(info.Servers), at: time.Now()})
+	return len(info.Servers)
 }
 
 type peerSample struct {

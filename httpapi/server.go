@@ -105,7 +105,6 @@ type Server struct {
 	eventLines     *eventLines
 	maxScan        int // rows a list page examines at most (list.go)
 	peers          atomic.Pointer[peerSample]
-	peersBusy      atomic.Bool
 
 	// stopping is closed when Serve's context ends, so blocking queries and
 	// event streams finish and graceful shutdown does not wait minutes.
