@@ -64,11 +64,12 @@ type FSM struct {
 	// not a field under mu, so that the apply goroutine never takes mu
 	// for writing (which waits for every reader inside State and holds
 	// new ones back) once per batch.
-	changeCh atomic.Pointer[chan struct{}]
-	tables   tableWatches  // per-table channels (watch_tables.go)
-	applied  atomic.Uint64 // raft index of the last applied entry
-	nodeList nodeCache     // the latest Nodes("") listing (nodelist.go)
-	handlers [256]handler
+	changeCh    atomic.Pointer[chan struct{}]
+	tables      tableWatches  // per-table channels (watch_tables.go)
+	applied     atomic.Uint64 // raft index of the last applied entry
+	appliedTerm atomic.Uint64 // and its term (markApplied)
+	nodeList    nodeCache     // the latest Nodes("") listing (nodelist.go)
+	handlers    [256]handler
 }
 
 type handler func(t *tx, body []byte) (any, error)
@@ -165,7 +166,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	changed := map[string]bool{}
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
-			f.applied.Store(l.Index)
+			f.wmu.Lock()
+			f.markApplied(l)
+			f.wmu.Unlock()
 			continue
 		}
 		out[i] = f.applyOpen(l, changed)

@@ -30,7 +30,7 @@ func (f *FSM) applyOpen(l *raft.Log, changed map[string]bool) *Result {
 	defer func() {
 		if !finished { // a panic: keep what the earlier commands wrote
 			f.redoOpen()
-			f.applied.Store(l.Index)
+			f.markApplied(l)
 		}
 	}()
 	res, dirty := f.applyOne(f.open, l, changed)
@@ -43,8 +43,15 @@ func (f *FSM) applyOpen(l *raft.Log, changed map[string]bool) *Result {
 	default:
 		f.openLogs = append(f.openLogs, l)
 	}
-	f.applied.Store(l.Index)
+	f.markApplied(l)
 	return res
+}
+
+// markApplied records l as the last entry applied; wmu held, so that a
+// snapshot (Snapshot) takes the index and term of one entry.
+func (f *FSM) markApplied(l *raft.Log) {
+	f.applied.Store(l.Index)
+	f.appliedTerm.Store(l.Term)
 }
 
 // redoOpen throws the open transaction away and commits its earlier

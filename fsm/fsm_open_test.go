@@ -148,8 +148,8 @@ func TestSnapshotRestoreAndPreviewWithAnOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("later", "p", testJob("j", 100, 0))})
-	if snap.(*fsmSnapshot).index != 3 {
-		t.Fatalf("snapshot index %d, want 3", snap.(*fsmSnapshot).index)
+	if snap.(*fsmSnapshot).hdr.Index != 3 {
+		t.Fatalf("snapshot index %d, want 3", snap.(*fsmSnapshot).hdr.Index)
 	}
 
 	dst := newHarness(t)

@@ -263,7 +263,7 @@ func TestPropDeterministicReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteSnapshot(&buf, snap.(*fsmSnapshot).db, snap.(*fsmSnapshot).index); err != nil {
+		if err := WriteSnapshot(&buf, snap.(*fsmSnapshot).db, snap.(*fsmSnapshot).hdr.Index); err != nil {
 			t.Fatal(err)
 		}
 		other := New(Config{})

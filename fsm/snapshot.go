@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/amserver/amserver/internal/memlimit"
 	"github.com/amserver/amserver/internal/rowstore"
@@ -81,23 +82,29 @@ func sectionByKind(kind uint8) (section, bool) {
 // fsmSnapshot is a point-in-time store version; Persist runs off the FSM's
 // goroutine while Apply continues.
 type fsmSnapshot struct {
-	db    *rowstore.DB
-	index uint64
+	db  *rowstore.DB
+	hdr snapshot.Header // index and term of the last entry it holds, when it was taken
 }
 
 var _ raft.FSMSnapshot = (*fsmSnapshot)(nil)
 
 // Snapshot implements raft.FSM.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	f.flushOpen()
+	// wmu keeps entries out while the state and the entry it ends at are
+	// taken: a snapshot the API asks for runs beside Apply, and with the
+	// index read after the state, the file named an entry it did not hold.
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	f.commitOpen()
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return &fsmSnapshot{db: f.db.Snapshot(), index: f.applied.Load()}, nil
+	hdr := snapshot.Header{Index: f.applied.Load(), Term: f.appliedTerm.Load(), CreatedUnixNano: time.Now().UnixNano()}
+	return &fsmSnapshot{db: f.db.Snapshot(), hdr: hdr}, nil
 }
 
 // Persist implements raft.FSMSnapshot.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if err := WriteSnapshot(sink, s.db, s.index); err != nil {
+	if err := writeSnapshot(sink, s.db, s.hdr); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
@@ -115,7 +122,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// The new state is built beside the old: a heap limit that follows
 	// the live heap would collect every few hundred MiB of it.
 	defer memlimit.Relax()()
-	db, index, err := ReadSnapshot(rc)
+	db, hdr, err := ReadSnapshot(rc)
 	if err != nil {
 		return err
 	}
@@ -124,9 +131,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.dropOpen() // the snapshot replaces whatever the open transaction held
 	f.mu.Lock()
 	f.db = db
-	f.applied.Store(index)
-	f.visible.Store(index)
-	f.batchEnd.Store(index)
+	f.applied.Store(hdr.Index)
+	f.appliedTerm.Store(hdr.Term)
+	f.visible.Store(hdr.Index)
+	f.batchEnd.Store(hdr.Index)
 	f.mu.Unlock()
 	f.tables.fireAll()
 	f.wake()
@@ -140,13 +148,13 @@ type decodedBatch struct {
 	rows  []any
 }
 
-// ReadSnapshot reads a snapshot into a new store. Decoding runs on its own
+// ReadSnapshot reads a snapshot into a new store and returns its header. Decoding runs on its own
 // goroutine, pipelined with the inserts, which halves restore time on two
 // cores.
-func ReadSnapshot(r io.Reader) (*rowstore.DB, uint64, error) {
+func ReadSnapshot(r io.Reader) (*rowstore.DB, snapshot.Header, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
-		return nil, 0, fmt.Errorf("restore: %w", err)
+		return nil, snapshot.Header{}, fmt.Errorf("restore: %w", err)
 	}
 	batches := make(chan decodedBatch, 16)
 	decodeErr := make(chan error, 1)
@@ -166,18 +174,18 @@ func ReadSnapshot(r io.Reader) (*rowstore.DB, uint64, error) {
 				sharer.share(a)
 			}
 			if err := txn.Insert(b.table, row); err != nil {
-				return nil, 0, fmt.Errorf("restore: insert %s row: %w", b.table, err)
+				return nil, snapshot.Header{}, fmt.Errorf("restore: insert %s row: %w", b.table, err)
 			}
 		}
 	}
 	if err := <-decodeErr; err != nil {
-		return nil, 0, err
+		return nil, snapshot.Header{}, err
 	}
 	if err := rebuildScopeUsage(txn); err != nil {
-		return nil, 0, err
+		return nil, snapshot.Header{}, err
 	}
 	txn.Commit()
-	return db, sr.Header().Index, nil
+	return db, sr.Header(), nil
 }
 
 // decodeRows decodes every record, in batches per table, until the end of
@@ -270,5 +278,5 @@ func PersistTo(s raft.FSMSnapshot, w io.Writer) error {
 	if !ok {
 		return fmt.Errorf("snapshot: not an amserver FSM snapshot (%T)", s)
 	}
-	return WriteSnapshot(w, snap.db, snap.index)
+	return writeSnapshot(w, snap.db, snap.hdr)
 }

@@ -36,9 +36,14 @@ type encodedChunk struct {
 	err  error
 }
 
-// WriteSnapshot writes every table of db in the snapshot format.
+// WriteSnapshot writes every table of db in the snapshot format, its
+// header naming index alone.
 func WriteSnapshot(w io.Writer, db *rowstore.DB, index uint64) error {
-	sw, err := snapshot.NewWriter(w, snapshot.Header{Index: index})
+	return writeSnapshot(w, db, snapshot.Header{Index: index})
+}
+
+func writeSnapshot(w io.Writer, db *rowstore.DB, hdr snapshot.Header) error {
+	sw, err := snapshot.NewWriter(w, hdr)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
