@@ -31,6 +31,14 @@ func (b *backend) Members() []gossip.Member {
 	return b.srv.gossip.Members()
 }
 
+// Member is this server's gossip view of one member.
+func (b *backend) Member(name string) (gossip.Member, bool) {
+	if b.srv.gossip == nil {
+		return gossip.Member{}, false
+	}
+	return b.srv.gossip.Member(name)
+}
+
 func (b *backend) Plan(ctx context.Context, spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
 	if err := b.ReadBarrier(ctx, raftstore.ReadDefault); err != nil {
 		return nil, nil, err

@@ -115,7 +115,15 @@ type Peer struct {
 	Address  string `json:"address"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
+	// Status is the answering server's gossip view of this one: alive,
+	// suspect, dead or left, or unknown when it knows no such member. Raft
+	// keeps a server that died in its configuration, a follower by name.
+	Status string `json:"status"`
 }
+
+// PeerUnknown is a Peer's Status when the answering server's gossip has no
+// member of that name.
+const PeerUnknown = "unknown"
 
 // Health answers GET /v1/health.
 type Health struct {

@@ -66,6 +66,7 @@ type Operator interface {
 // Membership is the local gossip view.
 type Membership interface {
 	Members() []gossip.Member
+	Member(name string) (gossip.Member, bool)
 }
 
 // Planner runs placement as a dry run.

@@ -216,6 +216,17 @@ func (b *testBackend) Members() []gossip.Member {
 	return append([]gossip.Member(nil), b.members...)
 }
 
+func (b *testBackend) Member(name string) (gossip.Member, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.members {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return gossip.Member{}, false
+}
+
 // snapSink adapts a writer to raft.SnapshotSink for FSM.Snapshot.
 type snapSink struct{ io.Writer }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -26,17 +27,23 @@ func TestStatusHealthMembers(t *testing.T) {
 	e.b.set(func(b *testBackend) {
 		b.members = []gossip.Member{{Name: "n1", Addr: "10.0.0.1", Port: 7072, Status: gossip.StatusAlive, LastSeen: seen,
 			Meta: gossip.Meta{Role: gossip.RoleWorker, AZ: "az1", Cloud: "dc", Pool: "p1", Tags: map[string]string{"k": "v"}}}}
+		b.servers = []raftstore.Peer{{ID: "s1", Address: "s1:7071", Suffrage: "voter", Leader: true},
+			{ID: "n1", Address: "n1:7071", Suffrage: "voter"}, {ID: "gone", Address: "gone:7071", Suffrage: "voter"}}
 	})
 	l, err := e.c.Leader(ctx(t))
 	if err != nil || l.ID != "s1" || l.HTTPAddr != e.hs.URL || l.RaftAddr != "s1:7071" {
 		t.Fatalf("leader = %+v, %v", l, err)
 	}
 	peers, err := e.c.Peers(ctx(t))
-	if err != nil || len(peers) != 2 || !peers[0].Leader || peers[0].Suffrage != "voter" {
+	if err != nil || len(peers) != 3 || !peers[0].Leader || peers[0].Suffrage != "voter" {
 		t.Fatalf("peers = %+v, %v", peers, err)
 	}
+	// Status is the answering server's gossip view, by the peer's id.
+	if peers[1].Status != "alive" || peers[2].Status != api.PeerUnknown {
+		t.Fatalf("peer statuses = %q, %q; want alive (a member), unknown (none)", peers[1].Status, peers[2].Status)
+	}
 	h, err := e.c.Health(ctx(t))
-	if err != nil || h.Status != "ok" || !h.IsLeader || h.Leader != "s1" || h.Peers != 2 {
+	if err != nil || h.Status != "ok" || !h.IsLeader || h.Leader != "s1" || h.Peers != 3 {
 		t.Fatalf("health = %+v, %v", h, err)
 	}
 	members, err := e.c.Members(ctx(t))
@@ -46,7 +53,8 @@ func TestStatusHealthMembers(t *testing.T) {
 		t.Fatalf("members = %+v, %v", members, err)
 	}
 	rc, meta, err := e.c.RaftConfiguration(ctx(t), nil)
-	if err != nil || rc.State != "leader" || rc.Leader == nil || rc.Leader.ID != "s1" || len(rc.Servers) != 2 || meta.Index < 1 {
+	if err != nil || rc.State != "leader" || rc.Leader == nil || rc.Leader.ID != "s1" || len(rc.Servers) != 3 ||
+		rc.Servers[1].Status != "alive" || meta.Index < 1 {
 		t.Fatalf("raft = %+v %+v, %v", rc, meta, err)
 	}
 	if err := e.c.TransferLeadership(ctx(t), "other"); err != nil {

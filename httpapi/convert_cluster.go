@@ -57,17 +57,23 @@ func leaderToAPI(l raftstore.LeaderInfo) api.Leader {
 	return api.Leader{ID: l.ID, RaftAddr: l.RaftAddr, HTTPAddr: l.HTTPAddr}
 }
 
-func peersToAPI(list []raftstore.Peer) []api.Peer {
+// peersToAPI converts the Raft configuration; member is the answering
+// server's gossip view, by name (a server's gossip name is its Raft id).
+func peersToAPI(list []raftstore.Peer, member func(string) (gossip.Member, bool)) []api.Peer {
 	out := make([]api.Peer, len(list))
 	for i, p := range list {
-		out[i] = api.Peer{ID: p.ID, Address: p.Address, Suffrage: p.Suffrage, Leader: p.Leader}
+		status := api.PeerUnknown
+		if m, ok := member(p.ID); ok {
+			status = string(m.Status)
+		}
+		out[i] = api.Peer{ID: p.ID, Address: p.Address, Suffrage: p.Suffrage, Leader: p.Leader, Status: status}
 	}
 	return out
 }
 
-func raftToAPI(id string, info raftstore.Info, leader raftstore.LeaderInfo, known bool) api.RaftConfiguration {
+func raftToAPI(id string, info raftstore.Info, leader raftstore.LeaderInfo, known bool, member func(string) (gossip.Member, bool)) api.RaftConfiguration {
 	out := api.RaftConfiguration{
-		Servers: peersToAPI(info.Servers), ServerID: id, State: info.State, Term: info.Term,
+		Servers: peersToAPI(info.Servers, member), ServerID: id, State: info.State, Term: info.Term,
 		LastIndex: info.LastIndex, CommitIndex: info.CommitIndex, AppliedIndex: info.AppliedIndex,
 		LastSnapshotIndex: info.LastSnapshotIndex, ConfigIndex: info.ConfigIndex,
 	}

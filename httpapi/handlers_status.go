@@ -28,7 +28,7 @@ func (s *Server) getPeers(c echo.Context) error {
 		return err
 	}
 	setIndex(c, s.b.State().Index())
-	return c.JSON(http.StatusOK, peersToAPI(info.Servers))
+	return c.JSON(http.StatusOK, peersToAPI(info.Servers, s.b.Member))
 }
 
 // getHealth is 200 whenever this server answers; the body says what it
@@ -88,7 +88,7 @@ func (s *Server) getRaft(c echo.Context) error {
 	}
 	l, ok := s.b.Leader()
 	setIndex(c, s.b.State().Index())
-	return c.JSON(http.StatusOK, raftToAPI(s.b.ServerID(), info, l, ok))
+	return c.JSON(http.StatusOK, raftToAPI(s.b.ServerID(), info, l, ok, s.b.Member))
 }
 
 // getDigest answers with this server's digest of its own state, so that a

@@ -62,6 +62,8 @@ func TestBrowserUI(t *testing.T) {
 		b.waitJS(t, "the leader id", `document.querySelector('#leader-id')?.textContent === `+jsString(leader.ID))
 		b.waitJS(t, "every gossip member", `document.querySelectorAll('#members tr[data-member]').length === `+strconv.Itoa(servers+workers))
 		b.waitJS(t, "every Raft server", `document.querySelectorAll('#servers tr[data-server]').length === `+strconv.Itoa(servers))
+		b.waitJS(t, "every Raft server's gossip status", `[...document.querySelectorAll('#servers tr[data-server] td.peer-status')]
+			.map((c) => c.textContent).join() === `+jsString(strings.TrimSuffix(strings.Repeat("alive,", servers), ",")))
 		b.waitJS(t, "the Raft indexes", `Number(document.querySelector('#raft-last-index')?.textContent) > 0`)
 		b.shot(t, "cluster")
 	})

@@ -107,13 +107,15 @@ func newRaftListPeersCmd(a *app) *cobra.Command {
 
 func printRaft(w io.Writer, rc *api.RaftConfiguration) error {
 	t := newTable(w)
-	t.row("ID", "ADDRESS", "STATE", "SUFFRAGE")
+	// STATUS is gossip's view from the answering server: Raft names a
+	// dead server a follower as long as the configuration holds it.
+	t.row("ID", "ADDRESS", "STATE", "STATUS", "SUFFRAGE")
 	for _, p := range rc.Servers {
 		state := "follower"
 		if p.Leader {
 			state = "leader"
 		}
-		t.row(p.ID, p.Address, state, orDash(p.Suffrage))
+		t.row(p.ID, p.Address, state, orDash(p.Status), orDash(p.Suffrage))
 	}
 	if err := t.flush(); err != nil {
 		return err

@@ -41,10 +41,12 @@ function serversPanel(peers) {
   return h('div', { class: 'panel' },
     h('h2', {}, `Raft peers (${peers.length})`),
     h('table', { id: 'servers' },
-      h('thead', {}, h('tr', {}, h('th', {}, 'ID'), h('th', {}, 'Raft address'), h('th', {}, 'Suffrage'), h('th', {}, 'Role'))),
+      h('thead', {}, h('tr', {}, h('th', {}, 'ID'), h('th', {}, 'Raft address'), h('th', {}, 'Suffrage'), h('th', {}, 'Role'),
+        h('th', { title: "This server's gossip view: Raft keeps a dead server in its configuration as a follower" }, 'Status'))),
       h('tbody', {}, peers.map((p) => h('tr', { data: { server: p.id } },
         h('td', { class: 'mono' }, p.id), h('td', { class: 'mono' }, p.address),
-        h('td', {}, p.suffrage), h('td', {}, p.leader ? badge('leader', 'ok') : badge('follower')))))));
+        h('td', {}, p.suffrage), h('td', {}, p.leader ? badge('leader', 'ok') : badge('follower')),
+        h('td', { class: 'peer-status' }, badge(p.status || 'unknown', statusKind(p.status))))))));
 }
 
 function membersPanel(members, query) {
