@@ -112,9 +112,7 @@ func (l listCmd[T]) run(a *app, cmd *cobra.Command, format string, o api.ListOpt
 	out := newListPrinter[T](cmd.OutOrStdout(), format, l, max(o.PerPage, api.DefaultPerPage))
 	for item, err := range l.Walk(ctx, c, o, a.query()) {
 		if err != nil {
-			// What was printed stays printed (a JSON array is closed); the
-			// error and the exit code say the list is cut short.
-			_ = out.close()
+			_ = out.abort()
 			return about(err, l.Kind, "")
 		}
 		if err := out.add(item); err != nil {

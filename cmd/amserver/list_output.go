@@ -102,6 +102,17 @@ func (p *listPrinter[T]) flush() error {
 	return err
 }
 
+// abort ends the output of a walk an error cut short. What was printed
+// stays printed (a JSON array is closed) and the error and the exit code
+// say the list is incomplete; a walk that got nothing prints nothing, as
+// an empty table or [] would read as a list that is empty.
+func (p *listPrinter[T]) abort() error {
+	if p.items == 0 && !p.header && len(p.rows) == 0 {
+		return nil
+	}
+	return p.close()
+}
+
 // close ends the output: the last rows, or the JSON array's end.
 func (p *listPrinter[T]) close() error {
 	if p.format != outJSON {

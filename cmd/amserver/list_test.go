@@ -78,7 +78,8 @@ func TestListWalksPages(t *testing.T) {
 }
 
 // TestListErrors: a bad -o is a usage error, --json cannot disagree with
-// -o, and a page that fails ends the walk with what came before printed.
+// -o, a page that fails ends the walk with what came before printed, and a
+// first page that fails prints nothing: no header, no [] to read as empty.
 func TestListErrors(t *testing.T) {
 	f := pagedFake(t, "p3")
 	tests := []struct {
@@ -102,6 +103,14 @@ func TestListErrors(t *testing.T) {
 			if !strings.Contains(r.stdout, s) {
 				t.Errorf("%v: stdout lacks %q:\n%s", tt.args, s, r.stdout)
 			}
+		}
+	}
+	noLeader := newFake(t)
+	noLeader.fail("GET /v1/bundles", http.StatusServiceUnavailable, api.CodeNoLeader, "the cluster has no leader")
+	for _, args := range [][]string{nil, {"--json"}, {"-o", "wide"}} {
+		r := runCLI(t, noLeader.srv.URL, "", append([]string{"bundle", "list", "--timeout", "1s"}, args...)...)
+		if r.code == exitOK || r.stdout != "" || !strings.Contains(r.stderr, "no leader") {
+			t.Errorf("%v with no leader: exit %d, stdout %q, stderr %q; want a failure with nothing on stdout", args, r.code, r.stdout, r.stderr)
 		}
 	}
 }
