@@ -148,9 +148,9 @@ type decodedBatch struct {
 	rows  []any
 }
 
-// ReadSnapshot reads a snapshot into a new store and returns its header. Decoding runs on its own
-// goroutine, pipelined with the inserts, which halves restore time on two
-// cores.
+// ReadSnapshot reads a snapshot into a new store and returns its header.
+// Decoding runs on its own goroutine, pipelined with the inserts, which
+// halves restore time on two cores.
 func ReadSnapshot(r io.Reader) (*rowstore.DB, snapshot.Header, error) {
 	sr, err := snapshot.NewReader(r)
 	if err != nil {
