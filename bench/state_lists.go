@@ -44,6 +44,7 @@ func (b fsmBackend) Leader() (raftstore.LeaderInfo, bool) {
 func (b fsmBackend) LastContact() time.Duration                            { return 0 }
 func (b fsmBackend) Now() time.Time                                        { return time.Now() }
 func (b fsmBackend) Members() []gossip.Member                              { return nil }
+func (b fsmBackend) Member(string) (gossip.Member, bool)                   { return gossip.Member{}, false }
 func (b fsmBackend) ReadBarrier(context.Context, raftstore.ReadMode) error { return nil }
 func (b fsmBackend) Apply(context.Context, fsm.MessageType, any) (*fsm.Result, error) {
 	return nil, errReadOnly
