@@ -22,7 +22,8 @@ const reconcileInterval = time.Second
 // the leader writes what it saw as ordinary commands.
 type reconciler struct {
 	l         *Leader
-	nodeIndex uint64 // nodes-table index at the last node pass
+	nodeIndex uint64          // nodes-table index at the last node pass
+	held      map[string]bool // servers whose removal the last pass held back (holdRemoval)
 }
 
 func (r *reconciler) Name() string { return "reconcile" }
@@ -47,7 +48,9 @@ func (r *reconciler) Run(ctx context.Context) {
 }
 
 // servers adds alive servers as voters, removes servers that left, and
-// removes dead ones only after the cleanup delay and never below quorum.
+// removes dead ones only after the cleanup delay and never below quorum;
+// it removes none whose removal leaves the other voters without a live
+// majority (liveMajorityWithout).
 func (r *reconciler) servers(ctx context.Context) {
 	l := r.l
 	if l.cfg.Membership == nil || l.cfg.Voters == nil || ctx.Err() != nil {
@@ -57,26 +60,68 @@ func (r *reconciler) servers(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	voters := len(current)
+	current = maps.Clone(current) // removals below are struck from it
+	members := l.cfg.Membership.Members()
+	status := make(map[string]gossip.Status, len(members))
+	for _, m := range members {
+		if m.Meta.Role == gossip.RoleServer {
+			status[m.Name] = m.Status
+		}
+	}
 	now := l.clock.Now()
-	for _, m := range l.cfg.Membership.Members() {
+	held := map[string]bool{}
+	defer func() { r.held = held }()
+	for _, m := range members {
 		if m.Meta.Role != gossip.RoleServer || m.Name == l.cfg.NodeID {
 			continue
 		}
 		addr, known := current[m.Name]
+		why := ""
 		switch {
 		case m.Status == gossip.StatusAlive && (!known || addr != m.Meta.RaftAddr):
 			l.addVoter(m)
 		case known && m.Status == gossip.StatusLeft:
-			if l.removeServer(m.Name, "left gracefully") {
-				voters--
+			why = "left gracefully"
+		case known && m.Status == gossip.StatusDead && now.Sub(m.Since) >= l.cfg.DeadServerCleanup && len(current)-1 >= l.cfg.QuorumSize:
+			why = "dead for longer than the cleanup delay"
+		}
+		if why == "" {
+			continue
+		}
+		if !r.liveMajorityWithout(current, status, m.Name) {
+			held[m.Name] = true
+			if !r.held[m.Name] { // said once while it lasts
+				l.log.Warn("not removing server from raft yet: the other voters have no live majority without it",
+					"peer", m.Name, "reason", why)
 			}
-		case known && m.Status == gossip.StatusDead && now.Sub(m.Since) >= l.cfg.DeadServerCleanup && voters-1 >= l.cfg.QuorumSize:
-			if l.removeServer(m.Name, "dead for longer than the cleanup delay") {
-				voters--
-			}
+			continue
+		}
+		if l.removeServer(m.Name, why) {
+			delete(current, m.Name)
 		}
 	}
+}
+
+// liveMajorityWithout reports whether the voters other than id, this
+// leader among them, have a majority alive in gossip. Raft uses a new
+// configuration from the moment it is appended: removing a server that
+// left while another is dead (three voters: one left, one dead) leaves one
+// live voter of two, the leader steps down, and the server that left is
+// refused when it comes back, as it is no longer a voter; no leader until
+// the dead one returns. Kept in the configuration, it restores the
+// majority by restarting.
+func (r *reconciler) liveMajorityWithout(current map[string]string, status map[string]gossip.Status, id string) bool {
+	alive, voters := 0, 0
+	for v := range current {
+		if v == id {
+			continue
+		}
+		voters++
+		if v == r.l.cfg.NodeID || status[v] == gossip.StatusAlive {
+			alive++
+		}
+	}
+	return alive > voters/2
 }
 
 func (l *Leader) addVoter(m gossip.Member) {

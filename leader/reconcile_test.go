@@ -37,15 +37,26 @@ func TestReconcileServers(t *testing.T) {
 			[]string{"remove s2"}, []string{"serverRemoved"}},
 		{"suspect stays", []string{"s2", "s3"}, 2, []peer{{"s2", gossip.StatusSuspect, time.Hour}}, nil, nil},
 		{"dead, not long enough", []string{"s2", "s3"}, 2, []peer{{"s2", gossip.StatusDead, cleanup - time.Second}}, nil, nil},
-		{"dead long enough", []string{"s2", "s3"}, 2, []peer{{"s2", gossip.StatusDead, cleanup}},
+		{"dead long enough", []string{"s2", "s3"}, 2, []peer{{"s2", gossip.StatusDead, cleanup}, {"s3", gossip.StatusAlive, 0}},
 			[]string{"remove s2"}, []string{"serverRemoved"}},
 		{"dead but at quorum", []string{"s2"}, 2, []peer{{"s2", gossip.StatusDead, time.Hour}}, nil, nil},
 		{"two dead, quorum allows one", []string{"s2", "s3", "s4"}, 3,
-			[]peer{{"s2", gossip.StatusDead, time.Hour}, {"s3", gossip.StatusDead, time.Hour}},
+			[]peer{{"s2", gossip.StatusDead, time.Hour}, {"s3", gossip.StatusDead, time.Hour}, {"s4", gossip.StatusAlive, 0}},
 			[]string{"remove s2"}, []string{"serverRemoved"}},
-		{"a leave counts against quorum", []string{"s2", "s3"}, 2,
-			[]peer{{"s2", gossip.StatusLeft, 0}, {"s3", gossip.StatusDead, time.Hour}},
+		{"a leave counts against quorum", []string{"s2", "s3", "s4"}, 3,
+			[]peer{{"s2", gossip.StatusLeft, 0}, {"s3", gossip.StatusDead, time.Hour}, {"s4", gossip.StatusAlive, 0}},
 			[]string{"remove s2"}, []string{"serverRemoved"}},
+		// One voter left, one dead: without the one that left, one live
+		// voter of two; removed, it could not rejoin when it restarts.
+		{"a leave that would leave no live majority waits", []string{"s2", "s3"}, 2,
+			[]peer{{"s2", gossip.StatusLeft, 0}, {"s3", gossip.StatusDead, time.Hour}}, nil, nil},
+		{"a leave waits while another voter is suspect", []string{"s2", "s3"}, 2,
+			[]peer{{"s2", gossip.StatusLeft, 0}, {"s3", gossip.StatusSuspect, time.Minute}}, nil, nil},
+		{"a voter gossip does not know is not counted alive", []string{"s2", "s3"}, 2,
+			[]peer{{"s2", gossip.StatusLeft, 0}}, nil, nil},
+		{"dead long enough, but the rest has no live majority", []string{"s2", "s3", "s4", "s5"}, 3,
+			[]peer{{"s2", gossip.StatusDead, time.Hour}, {"s3", gossip.StatusDead, time.Hour}, {"s4", gossip.StatusDead, time.Hour}, {"s5", gossip.StatusAlive, 0}},
+			nil, nil},
 		{"never itself, left", []string{"s2", "s3"}, 1, []peer{{"s1", gossip.StatusLeft, 0}}, nil, nil},
 		{"never itself, dead", []string{"s2", "s3"}, 1, []peer{{"s1", gossip.StatusDead, time.Hour}}, nil, nil},
 		{"unknown dead server", nil, 1, []peer{{"s2", gossip.StatusDead, time.Hour}}, nil, nil},
@@ -111,6 +122,7 @@ func TestReconcileDeadServerCleanup(t *testing.T) {
 	e := newEnv(t)
 	e.voters.voters["s2"], e.voters.voters["s3"] = "10.0.0.2:7001", "10.0.0.3:7001"
 	e.members.set(member("s2", gossip.RoleServer, gossip.StatusDead, e.clock.Now()))
+	e.members.set(member("s3", gossip.RoleServer, gossip.StatusAlive, e.clock.Now()))
 	r := &reconciler{l: e.l}
 	for _, step := range []time.Duration{0, time.Minute, 3*time.Minute + 59*time.Second} {
 		e.clock.advance(step)
