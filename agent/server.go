@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -275,6 +276,32 @@ func (s *Server) Store() *raftstore.Store { return s.store }
 // Gossip exposes the gossip member (nil without gossip).
 func (s *Server) Gossip() *gossip.Gossip { return s.gossip }
 
+// transferTarget is the voter a leader that stops hands leadership to: ""
+// (Raft picks the most up-to-date follower) while every other voter is
+// alive in gossip, else the first alive one. Raft's pick ignores liveness:
+// with a follower dead it tried the dead one, the transfer failed, and
+// the cluster waited an election timeout for a leader.
+func (s *Server) transferTarget() string {
+	voters, err := s.store.Voters()
+	if err != nil || s.gossip == nil {
+		return ""
+	}
+	var alive []string
+	for id := range voters {
+		if id == s.cfg.NodeID {
+			continue
+		}
+		if m, ok := s.gossip.Member(id); ok && m.Status == gossip.StatusAlive {
+			alive = append(alive, id)
+		}
+	}
+	if len(alive) == 0 || len(alive) == len(voters)-1 {
+		return ""
+	}
+	slices.Sort(alive)
+	return alive[0]
+}
+
 // Shutdown leaves gracefully: the HTTP API's answers stop keeping
 // connections alive (clients move to fresh ones while it still serves), a
 // leader hands leadership to another server, gossip announces the leave,
@@ -285,7 +312,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.api.Drain()
 	if s.store.IsLeader() && s.store.VoterCount() > 1 {
-		if err := s.store.TransferLeadership(ctx, ""); err != nil {
+		if err := s.store.TransferLeadership(ctx, s.transferTarget()); err != nil {
 			s.logger.Warn("leadership transfer before shutdown failed", "err", err)
 		}
 	}
