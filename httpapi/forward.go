@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -47,7 +48,10 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 	if err != nil {
 		return err
 	}
-	out, err := http.NewRequestWithContext(req.Context(), req.Method, target, body)
+	ctx, cancel := context.WithCancelCause(req.Context())
+	defer cancel(nil)
+	go s.abandonOnLeaderChange(ctx, leader.ID, cancel)
+	out, err := http.NewRequestWithContext(ctx, req.Method, target, body)
 	if err != nil {
 		return fmt.Errorf("forward to leader %s: %w", leader.ID, err)
 	}
@@ -63,13 +67,45 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 	}
 	resp, err := s.fwd.Do(out)
 	if err != nil {
-		return forwardFailed(req.Context(), leader.ID, write, err)
+		return forwardFailed(ctx, leader.ID, write, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // the relay read what it could
 	copyHeader(c.Response().Header(), resp.Header)
 	c.Response().WriteHeader(resp.StatusCode)
 	relay(c.Response(), resp.Body)
 	return nil
+}
+
+// errLeaderChanged ends a forward whose leader this server no longer
+// follows.
+var errLeaderChanged = errors.New("the leader changed")
+
+// leaderCheckEvery is how often a forward in flight checks that its
+// leader still leads.
+const leaderCheckEvery = 250 * time.Millisecond
+
+// abandonOnLeaderChange cancels a forward once this server follows
+// another leader. A leader that stopped (SIGSTOP, a frozen VM)
+// keeps its connections open: the forward waited for it to resume,
+// however long, while a new leader answered everything else within a
+// second. Streams and long polls to it end too, and their clients
+// reconnect to the new leader.
+func (s *Server) abandonOnLeaderChange(ctx context.Context, leader string, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(leaderCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// Only another leader ends it: while none is known, the one
+		// asked may still answer.
+		if l, ok := s.b.Leader(); ok && l.ID != leader {
+			cancel(errLeaderChanged)
+			return
+		}
+	}
 }
 
 // checkForwardTarget refuses a forwarded request that reached a server
@@ -115,6 +151,12 @@ const streamKey = "amserver.stream"
 // kept-alive connection broke before any answer was already sent again by
 // the Transport, so what is left here is the error of that last attempt.
 func forwardFailed(ctx context.Context, leader string, write bool, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaderChanged) {
+		if write {
+			return fmt.Errorf("%w: forwarded to leader %s, which stopped leading before it answered", raftstore.ErrOutcomeUnknown, leader)
+		}
+		return noLeader("leader %s stopped leading before it answered; ask again", leader)
+	}
 	if ctx.Err() != nil {
 		return ctx.Err() // the client went away
 	}

@@ -267,3 +267,46 @@ func TestForwardToWrongServerRefused(t *testing.T) {
 		t.Fatalf("forward to the right server: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// TestForwardEndsWhenTheLeaderChanges: a leader that stopped (SIGSTOP)
+// keeps the forwarded request's connection open; once this server follows
+// another leader the forward ends, a read with noLeader (ask again) and a
+// write with outcomeUnknown (the old leader may have appended it), instead
+// of waiting for the stopped one to resume.
+func TestForwardEndsWhenTheLeaderChanges(t *testing.T) {
+	release := make(chan struct{})
+	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer frozen.Close()
+	defer close(release)
+	for _, tc := range []struct {
+		method, path, body, code string
+	}{
+		{"GET", "/v1/bundles", "", api.CodeNoLeader},
+		{"POST", "/v1/bundles", bundle(nil), api.CodeOutcomeUnknown},
+	} {
+		f := newEnv(t, newTestBackend("s2"))
+		f.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: frozen.URL}, 0)
+		answered := make(chan *http.Response, 1)
+		var raw []byte
+		go func() {
+			resp, b := f.do(tc.method, tc.path, []byte(tc.body))
+			raw = b
+			answered <- resp
+		}()
+		select {
+		case resp := <-answered:
+			t.Fatalf("%s %s answered %d %s while its leader was frozen", tc.method, tc.path, resp.StatusCode, raw)
+		case <-time.After(2 * leaderCheckEvery): // the forward is waiting on the frozen leader
+		}
+		f.b.setFollower(raftstore.LeaderInfo{ID: "s3", HTTPAddr: "http://s3.invalid"}, 0)
+		resp := <-answered // without the change's effect, waits until the test times out
+		if resp.StatusCode != http.StatusServiceUnavailable || errorBody(t, raw).Code != tc.code {
+			t.Fatalf("%s %s after the leader changed = %d %s, want 503 %s", tc.method, tc.path, resp.StatusCode, raw, tc.code)
+		}
+	}
+}
