@@ -17,15 +17,18 @@ func (w *Worker) run(ctx context.Context) {
 		w.logger.Warn("adopting the workloads of an earlier run failed", "err", err)
 	}
 	bo := backoff.New(100*time.Millisecond, 5*time.Second)
+	reg := &registrationLog{logger: w.logger, node: w.cfg.NodeID, now: time.Now}
 	registered := false
 	var index uint64
 	for ctx.Err() == nil {
 		c, err := w.client()
+		logged, refused := false, false // reg has said why registering failed
 		if err == nil && !registered {
-			_, err = c.RegisterNode(ctx, w.cfg.Inventory)
-			registered = err == nil
-			if registered {
-				w.logger.Info("registered inventory", "server", c.Address())
+			if _, err = c.RegisterNode(ctx, w.cfg.Inventory); err == nil {
+				registered = true
+				reg.registered(c.Address())
+			} else if ctx.Err() == nil {
+				logged, refused = true, reg.refused(err)
 			}
 		}
 		if err == nil {
@@ -38,7 +41,12 @@ func (w *Worker) run(ctx context.Context) {
 			if api.IsCode(err, api.CodeNotFound) {
 				registered = false // deregistered, or a restore dropped the node: register again
 			}
-			w.logger.Debug("worker loop retrying", "err", err)
+			if !logged {
+				w.logger.Debug("worker loop retrying", "err", err)
+			}
+			if refused {
+				bo.Saturate() // every server gives the same answer: no point hurrying
+			}
 			w.rotate()
 			bo.Wait(ctx)
 			continue

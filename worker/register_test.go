@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/poll"
+)
+
+// records is a slog handler that keeps what is logged, for tests that
+// check what an operator would read.
+type records struct {
+	mu   sync.Mutex
+	list []slog.Record
+}
+
+func (h *records) Enabled(context.Context, slog.Level) bool { return true }
+func (h *records) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *records) WithGroup(string) slog.Handler            { return h }
+func (h *records) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.list = append(h.list, r.Clone())
+	return nil
+}
+
+// at lists the records of one level, each as its message and attributes.
+func (h *records) at(level slog.Level) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.list {
+		if r.Level != level {
+			continue
+		}
+		line := r.Message
+		r.Attrs(func(a slog.Attr) bool { line += fmt.Sprintf(" %s=%v", a.Key, a.Value); return true })
+		out = append(out, line)
+	}
+	return out
+}
+
+var (
+	shrunk    = &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: "new inventory of node w2 is below what is reserved"}
+	movedPool = &api.Error{Status: http.StatusConflict, Code: api.CodeInUse, Message: "node w2 holds reservations in pool default"}
+	forbidden = &api.Error{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: "token may not write nodes"}
+	noLeader  = &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeNoLeader, Message: "no leader"}
+	busy      = &api.Error{Status: http.StatusTooManyRequests, Code: api.CodeTooManyRequests, Message: "busy"}
+	unknown   = &api.Error{Code: api.CodeOutcomeUnknown, Message: "connection broke"}
+	netErr    = errors.New("dial tcp 127.0.0.1:7070: connection refused")
+)
+
+// TestRegistrationRefusalIsLoud: a registration the servers refuse (a 409,
+// a 4xx) leaves the node running nothing, so it is an Error naming the
+// server's answer and the fix, again every refusalRepeat while it lasts
+// (not on each retry, 5 s apart) and at once when the refusal changes; a
+// success ends it and says so. A transient failure is no Error.
+func TestRegistrationRefusalIsLoud(t *testing.T) {
+	ok := error(nil)
+	for _, tc := range []struct {
+		name   string
+		tries  []error // one every 5 s
+		errors []string
+		infos  int // successes logged
+	}{
+		{"a shrunk inventory, for 2 minutes", repeat(shrunk, 25),
+			[]string{"at 0s: below what is reserved", "at 60s: below what is reserved", "at 120s: below what is reserved"}, 0},
+		{"the refusal changes", []error{shrunk, shrunk, movedPool, movedPool},
+			[]string{"at 0s: below what is reserved", "at 10s: holds reservations in pool default"}, 0},
+		{"a success ends a refusal", []error{shrunk, shrunk, ok, shrunk},
+			[]string{"at 0s: below what is reserved", "at 15s: below what is reserved"}, 1},
+		{"a forbidden token", []error{forbidden, forbidden}, []string{"at 0s: may not write nodes"}, 0},
+		{"transient failures", []error{noLeader, busy, unknown, netErr, noLeader, ok}, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &records{}
+			start := time.Unix(1_000_000, 0)
+			now := start
+			reg := &registrationLog{logger: slog.New(h), now: func() time.Time { return now }}
+			var got []string
+			for i, err := range tc.tries {
+				now = start.Add(time.Duration(i) * 5 * time.Second)
+				before := len(h.at(slog.LevelError))
+				if err == nil {
+					reg.registered("s1")
+					continue
+				}
+				if _, refusal := refusal(err); reg.refused(err) != refusal {
+					t.Errorf("try %d (%v): refused() disagrees with refusal()", i, err)
+				}
+				for _, line := range h.at(slog.LevelError)[before:] {
+					got = append(got, fmt.Sprintf("at %ds: %s", i*5, line))
+				}
+			}
+			if len(got) != len(tc.errors) {
+				t.Fatalf("errors logged:\n%s\nwant %d: %v", strings.Join(got, "\n"), len(tc.errors), tc.errors)
+			}
+			for i, want := range tc.errors {
+				at, msg, _ := strings.Cut(want, ": ")
+				if !strings.HasPrefix(got[i], at+": ") || !strings.Contains(got[i], msg) || !strings.Contains(got[i], "fix=") {
+					t.Errorf("error %d: %s\nwant %s, with the server's message and a fix", i, got[i], want)
+				}
+			}
+			if n := len(h.at(slog.LevelInfo)); n != tc.infos {
+				t.Errorf("%d successes logged, want %d", n, tc.infos)
+			}
+		})
+	}
+}
+
+func repeat(err error, n int) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
+// TestRunSaysRegistrationIsRefused: the black-box case. A worker restarted
+// with less inventory than its node holds is refused with a 409; it must
+// say so at Error level with what to do, and it polls no assignments while
+// unregistered (its node runs nothing, which is why it must be loud).
+func TestRunSaysRegistrationIsRefused(t *testing.T) {
+	var mu sync.Mutex
+	var polls int
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && r.URL.Path == "/v1/nodes/w2" {
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(http.StatusConflict)
+			fmt.Fprintf(rw, `{"error":{"code":%q,"message":%q}}`, shrunk.Code, shrunk.Message)
+			return
+		}
+		mu.Lock()
+		polls++
+		mu.Unlock()
+		http.NotFound(rw, r)
+	}))
+	defer srv.Close()
+	h := &records{}
+	gc := gossip.DefaultConfig()
+	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
+	w, err := New(Config{NodeID: "w2", Inventory: api.NodeSpec{Pool: "default", TotalCapacity: 0.1},
+		Servers: []string{srv.URL}, Gossip: gc, Logger: slog.New(h), Driver: NewNoneDriver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.gossip.Shutdown() }()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	poll.Eventually(t, 10*time.Second, "an Error saying registration is refused", func() error {
+		errs := h.at(slog.LevelError)
+		return poll.Check(len(errs) == 1 && strings.Contains(errs[0], shrunk.Message) && strings.Contains(errs[0], "amserver node drain w2"),
+			"errors logged: %q", errs)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if polls != 0 {
+		t.Fatalf("%d other requests while unregistered, want none", polls)
+	}
+}
