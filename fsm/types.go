@@ -279,6 +279,13 @@ const (
 	StateFailed      = api.StateFailed
 )
 
+// BundleStates is every state a bundle can be in: what a filter by state
+// accepts. The HTTP API's tests hold it to api's State constants, so a new
+// state cannot be left out.
+var BundleStates = []string{
+	StateScheduled, StatePending, StatePlaced, StateDegraded, StateUnplaceable, StateDeleting, StateComplete, StateFailed,
+}
+
 // Replica roles and job statuses.
 const (
 	RolePrimary = api.RolePrimary

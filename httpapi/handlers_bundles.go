@@ -10,10 +10,6 @@ import (
 	"github.com/amserver/amserver/fsm"
 )
 
-var bundleStates = []string{
-	fsm.StateScheduled, fsm.StatePending, fsm.StatePlaced, fsm.StateDegraded, fsm.StateUnplaceable, fsm.StateDeleting,
-}
-
 // decodeSpec decodes and converts a submitted spec, then normalizes and
 // validates it against the local state. pathID, when set, names the
 // bundle; otherwise a missing id is generated. Conversion findings join

@@ -138,6 +138,59 @@ func TestListPaging(t *testing.T) {
 	}
 }
 
+// TestListStateFilter: ?state= takes every state a bundle can be in (issue:
+// complete and failed, a batch bundle's final states, were refused) and
+// finds the bundles in it.
+func TestListStateFilter(t *testing.T) {
+	e := listEnv(t, []string{"b1", "b2"}, "b2")
+	finishBatch(t, e.b, "batch1")
+	tests := []struct {
+		state string
+		want  []string
+	}{
+		{fsm.StateScheduled, nil},
+		{fsm.StatePending, []string{"b1"}},
+		{fsm.StatePlaced, []string{"b2"}},
+		{fsm.StateDegraded, nil},
+		{fsm.StateUnplaceable, nil},
+		{fsm.StateDeleting, nil},
+		{fsm.StateComplete, []string{"batch1"}},
+		{fsm.StateFailed, nil},
+	}
+	var covered []string
+	for _, tc := range tests {
+		covered = append(covered, tc.state)
+		if got, _ := e.walkIDs(bundles+"?state="+tc.state, nil); !slices.Equal(got, tc.want) {
+			t.Errorf("?state=%s: %v, want %v", tc.state, got, tc.want)
+		}
+	}
+	// A state the API can show must be one the filter was tried with.
+	slices.Sort(covered)
+	if !slices.Equal(covered, stringConsts(t, "../api/types_bundle.go", "State")) {
+		t.Errorf("the table covers %v, not every api State constant", covered)
+	}
+}
+
+// finishBatch creates batch bundle id with createBundle's job, places it on
+// n1 and reports the job exited 0, which completes the bundle.
+func finishBatch(t *testing.T, b *testBackend, id string) {
+	t.Helper()
+	b.mustApply(t, fsm.CreateBundleType, fsm.CreateBundleRequest{Spec: fsm.BundleSpec{
+		ID: id, Pool: "p1", Priority: fsm.PrioritySilver, Kind: fsm.KindBatch, Placement: fsm.Placement{SameAz: fsm.SameAzOff},
+		Jobs: []fsm.Job{{Name: "enc", Requirements: ledger.Request{Capacity: 100}, Launch: fsm.Launch{Driver: fsm.DriverNone}}},
+	}})
+	placeOnN1(t, b, id)
+	for _, a := range b.fsm.State().NodeAssignments("n1") {
+		if a.BundleID == id {
+			b.mustApply(t, fsm.AssignmentStatusType, fsm.AssignmentStatusRequest{
+				NodeID: "n1", AssignmentID: a.ID, Status: fsm.JobExited, Generation: a.Generation})
+		}
+	}
+	if got := b.fsm.State().Bundle(id).State; got != fsm.StateComplete {
+		t.Fatalf("batch bundle %s is %s, want complete", id, got)
+	}
+}
+
 // TestListStableUnderWrites: a walk sees every bundle that exists for the
 // whole walk exactly once, while bundles are created before and after its
 // position and others deleted between its pages.

@@ -15,7 +15,7 @@ var bundleListing = listing[fsm.Bundle]{
 	id:   func(b *fsm.Bundle) string { return b.Spec.ID },
 	narrow: func(c echo.Context) (func(*fsm.Bundle) bool, error) {
 		pool := c.QueryParam("pool")
-		state, err := enumParam(c, "state", bundleStates...)
+		state, err := enumParam(c, "state", fsm.BundleStates...)
 		return func(b *fsm.Bundle) bool {
 			return (pool == "" || b.Spec.Pool == pool) && (state == "" || b.State == state)
 		}, err

@@ -176,10 +176,29 @@ var enumSources = []struct {
 	{"KeyringRequest", "op", "../api/types_keyring.go", "Keyring"},
 }
 
+// paramEnumSources ties each documented query parameter enum to the
+// constants it lists.
+var paramEnumSources = []struct{ param, file, prefix string }{
+	{"BundleStateFilter", "../api/types_bundle.go", "State"},
+	{"NodeStatusFilter", "../api/types_node.go", "Node"},
+}
+
 // Every documented enum lists exactly the values the code defines, so a
-// new error code, event type or degradation cannot go undocumented.
+// new error code, event type, degradation or bundle state cannot go
+// undocumented.
 func TestOpenAPIEnumsMatchConstants(t *testing.T) {
 	d := openAPI(t)
+	for _, src := range paramEnumSources {
+		p, ok := d.Components.Parameters[src.param]
+		if !ok || p.Schema == nil {
+			t.Errorf("no parameter %s with a schema", src.param)
+			continue
+		}
+		want := stringConsts(t, src.file, src.prefix)
+		if got := slices.Sorted(slices.Values(p.Schema.Enum)); !slices.Equal(got, want) {
+			t.Errorf("parameter %s enum is %v; %s defines %s* = %v", src.param, got, src.file, src.prefix, want)
+		}
+	}
 	for _, src := range enumSources {
 		prop := d.properties(t, d.Components.Schemas[src.schema])[src.property]
 		if prop == nil {

@@ -48,10 +48,11 @@ type oaOperation struct {
 }
 
 type oaParam struct {
-	Ref      string `json:"$ref"`
-	Name     string `json:"name"`
-	In       string `json:"in"`
-	Required bool   `json:"required"`
+	Ref      string    `json:"$ref"`
+	Name     string    `json:"name"`
+	In       string    `json:"in"`
+	Required bool      `json:"required"`
+	Schema   *oaSchema `json:"schema"`
 }
 
 type oaRequestBody struct {
