@@ -30,7 +30,10 @@ func (f *FSM) applyCreateBundle(t *tx, req *CreateBundleRequest) (any, error) {
 		t.ResolveRefs(&spec, nil)
 	}
 	if old != nil {
-		if !old.Deleting && specEqual(&old.Spec, &spec) {
+		switch {
+		case old.Deleting: // whatever the spec, the id is free only once the bundle is gone
+			return nil, fmt.Errorf("%w: bundle %s is being deleted; submit it again once it is gone", ErrConflict, spec.ID)
+		case specEqual(&old.Spec, &spec):
 			return created{bundle: old}, nil
 		}
 		return nil, fmt.Errorf("bundle %s: %w with a different spec", spec.ID, ErrExists)

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -30,6 +31,46 @@ func TestCreateBundleIdempotentRetry(t *testing.T) {
 	res := h.apply(CreateBundleType, &CreateBundleRequest{Spec: other})
 	if !errors.Is(res.Err, ErrExists) {
 		t.Fatalf("different spec under the same id: err=%v, want ErrExists", res.Err)
+	}
+}
+
+// TestCreateBundleOverExisting: a create under the id of an existing bundle
+// says why it is refused; one being deleted is not "a different spec".
+func TestCreateBundleOverExisting(t *testing.T) {
+	spec := testBundle("b1", "p", testJob("enc", 1500, 2))
+	other := spec
+	other.Priority = PriorityGold
+	tests := []struct {
+		name     string
+		deleting bool
+		spec     BundleSpec
+		want     error
+		msg      string
+	}{
+		{"identical", false, spec, nil, ""},
+		{"different spec", false, other, ErrExists, "bundle b1: already exists with a different spec"},
+		{"identical while deleting", true, spec, ErrConflict, "bundle b1 is being deleted; submit it again once it is gone"},
+		{"different while deleting", true, other, ErrConflict, "bundle b1 is being deleted; submit it again once it is gone"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+			h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+			if tc.deleting {
+				h.ok(DeleteBundleType, &DeleteBundleRequest{ID: "b1"})
+			}
+			res := h.apply(CreateBundleType, &CreateBundleRequest{Spec: tc.spec})
+			if tc.want == nil {
+				if res.Err != nil || res.Created {
+					t.Fatalf("err=%v created=%v, want the existing bundle", res.Err, res.Created)
+				}
+				return
+			}
+			if !errors.Is(res.Err, tc.want) || !strings.Contains(res.Err.Error(), tc.msg) {
+				t.Fatalf("err=%v, want %v saying %q", res.Err, tc.want, tc.msg)
+			}
+		})
 	}
 }
 

@@ -48,7 +48,8 @@ func (s *Server) checkedSpec(c echo.Context, pathID string) (fsm.BundleSpec, fsm
 }
 
 // createBundle is idempotent by id: 201 for a new bundle, 200 for an
-// identical retry, 409 conflict for a different spec under the same id.
+// identical retry, 409 conflict for a different spec under the same id or
+// any spec while that bundle is being deleted.
 func (s *Server) createBundle(c echo.Context) error {
 	spec, f, err := s.checkedSpec(c, "")
 	if err != nil {
