@@ -85,24 +85,73 @@ func (s *Store) RemoveServer(id string) error {
 }
 
 // TransferLeadership hands leadership to server id ("" lets Raft pick).
+// Refusals are certain: a target that cannot lead (fsm.ErrNotFound,
+// fsm.ErrConflict) and what Raft turns away before starting. Only a
+// transfer that started and then failed may still see the target elected.
 func (s *Store) TransferLeadership(_ context.Context, id string) error {
 	if !s.IsLeader() {
 		return ErrNotLeader
 	}
+	target, err := s.transferTarget(id)
+	if err != nil {
+		return err
+	}
 	var f raft.Future
-	if id == "" {
+	if target == nil {
 		f = s.raft.LeadershipTransfer()
 	} else {
-		addr, err := s.serverAddr(id)
-		if err != nil {
-			return err
-		}
-		f = s.raft.LeadershipTransferToServer(raft.ServerID(id), addr)
+		f = s.raft.LeadershipTransferToServer(target.ID, target.Address)
 	}
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("%w: leadership transfer: %w", ErrOutcomeUnknown, err)
+		return classifyTransferError(err)
 	}
 	return nil
+}
+
+// transferTarget is the voter id names (nil for ""). It checks here what
+// Raft would refuse only in an error of its own wording, indistinguishable
+// from a transfer that failed midway: itself, a nonvoter, no other voter.
+func (s *Store) transferTarget(id string) (*raft.Server, error) {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("raft configuration: %w", err)
+	}
+	var target *raft.Server
+	others := 0
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == id {
+			target = &srv
+		}
+		if srv.Suffrage == raft.Voter && srv.ID != raft.ServerID(s.cfg.NodeID) {
+			others++
+		}
+	}
+	switch {
+	case id == s.cfg.NodeID:
+		return nil, fmt.Errorf("%w: server %s is the leader already; name another voter", fsm.ErrConflict, id)
+	case id != "" && target == nil:
+		return nil, fmt.Errorf("server %s: %w", id, fsm.ErrNotFound)
+	case target != nil && target.Suffrage != raft.Voter:
+		return nil, fmt.Errorf("%w: server %s is not a voter, so it cannot lead", fsm.ErrConflict, id)
+	case others == 0:
+		return nil, fmt.Errorf("%w: there is no other voter to hand leadership to", fsm.ErrConflict)
+	}
+	return target, nil
+}
+
+// classifyTransferError: what Raft answers before it starts a transfer is
+// certain; anything after (a timeout, a TimeoutNow that failed, maybe after
+// arriving) may still end with the target leading.
+func classifyTransferError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return fmt.Errorf("%w: leadership transfer: %w", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: another leadership transfer is in progress: %w", fsm.ErrConflict, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: leadership transfer: %w", ErrNoLeader, err)
+	}
+	return fmt.Errorf("%w: leadership transfer: %w", ErrOutcomeUnknown, err)
 }
 
 // RemovePeer is the operator's removal of server id; an unknown id wraps

@@ -1,0 +1,95 @@
+package raftstore
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// leadingStore is a one-voter in-memory store that leads, with s2 a
+// nonvoter in its configuration (never reachable: it only has to be there).
+func leadingStore(t *testing.T) *Store {
+	t.Helper()
+	_, tr := raft.NewInmemTransport("s1")
+	s, err := Open(Config{NodeID: "s1", Transport: tr, TimeoutScale: 0.2}, fsm.New(fsm.Config{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Shutdown()
+		s.Close()
+	})
+	if err := s.Bootstrap(map[string]string{"s1": "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !s.IsLeader(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the one server never led")
+		}
+	}
+	if err := s.Raft().AddNonvoter("s2", "s2", 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A transfer to a server that cannot take over is refused for certain, not
+// answered outcomeUnknown (issue: to the leader itself it said "check it
+// before retrying").
+func TestTransferLeadershipRefusals(t *testing.T) {
+	s := leadingStore(t)
+	tests := []struct {
+		name, id string
+		want     error
+	}{
+		{"the leader itself", "s1", fsm.ErrConflict},
+		{"a nonvoter", "s2", fsm.ErrConflict},
+		{"no other voter for Raft to pick", "", fsm.ErrConflict},
+		{"not in the configuration", "ghost", fsm.ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.TransferLeadership(t.Context(), tt.id)
+			if !errors.Is(err, tt.want) || errors.Is(err, ErrOutcomeUnknown) {
+				t.Errorf("TransferLeadership(%q) = %v, want %v and not %v", tt.id, err, tt.want, ErrOutcomeUnknown)
+			}
+		})
+	}
+	if !s.IsLeader() {
+		t.Error("a refused transfer moved leadership")
+	}
+}
+
+// Raft's answers to a transfer it never started are certain; anything
+// else may still end with the target leading.
+func TestClassifyTransferError(t *testing.T) {
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{raft.ErrNotLeader, ErrNotLeader},
+		{raft.ErrLeadershipTransferInProgress, fsm.ErrConflict},
+		{raft.ErrEnqueueTimeout, ErrNoLeader},
+		{raft.ErrRaftShutdown, ErrNoLeader},
+		{fmt.Errorf("leadership transfer timeout"), ErrOutcomeUnknown},
+		{fmt.Errorf("failed to make TimeoutNow RPC to s2: %w", errors.New("reset")), ErrOutcomeUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			got := classifyTransferError(tt.err)
+			if !errors.Is(got, tt.want) || !errors.Is(got, tt.err) {
+				t.Errorf("classifyTransferError(%v) = %v, want it to wrap %v and the cause", tt.err, got, tt.want)
+			}
+			for _, other := range []error{ErrNotLeader, ErrNoLeader, ErrOutcomeUnknown, fsm.ErrConflict} {
+				if other != tt.want && errors.Is(got, other) {
+					t.Errorf("classifyTransferError(%v) = %v is also %v", tt.err, got, other)
+				}
+			}
+		})
+	}
+}
