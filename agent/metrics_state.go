@@ -19,11 +19,11 @@ type stateCollector struct {
 
 var _ prometheus.Collector = (*stateCollector)(nil)
 
-// bundleStates and degradationCodes are exported with zeros too, so that an
-// alert on a series finds it before the first bundle ever gets there.
+// Every bundle state (fsm.BundleStates: a batch bundle's complete and
+// failed were missing from a list of its own here) and degradation code is
+// exported with zeros too, so that an alert on a series finds it before
+// the first bundle ever gets there.
 var (
-	bundleStates = []string{fsm.StateScheduled, fsm.StatePending, fsm.StatePlaced, fsm.StateDegraded,
-		fsm.StateUnplaceable, fsm.StateDeleting}
 	degradationCodes = []string{fsm.DegradeReplicaSpansAz, fsm.DegradeBackupSameCld, fsm.DegradeBackupSameAz,
 		fsm.DegradeBackupSameNode, fsm.DegradeNoBackup}
 )
@@ -76,7 +76,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	// Counts, not lists: a scrape costs the same at 100 bundles and 100,000
 	// (it listed every bundle, about 50 ms of CPU at 100,000 per scrape).
 	st := c.s.store.State()
-	for _, state := range bundleStates {
+	for _, state := range fsm.BundleStates {
 		n := float64(st.CountBundles(state))
 		ch <- prometheus.MustNewConstMetric(c.bundles, prometheus.GaugeValue, n, state)
 		if state == fsm.StatePending {

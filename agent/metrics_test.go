@@ -109,6 +109,8 @@ func TestMetricsAfterPlacement(t *testing.T) {
 		{"amserver_applied_index", nil, 1},
 		{"amserver_bundles", []string{"state", "placed"}, 1},
 		{"amserver_bundles", []string{"state", "unplaceable"}, 1},
+		{"amserver_bundles", []string{"state", "complete"}, 0}, // a batch bundle's final states are series too
+		{"amserver_bundles", []string{"state", "failed"}, 0},
 		{"amserver_http_requests_total", []string{"method", "POST", "route", "/v1/bundles", "code", "201"}, 2},
 		{"amserver_http_request_duration_seconds", []string{"method", "POST", "route", "/v1/bundles"}, 2},
 	} {
