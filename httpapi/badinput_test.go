@@ -182,8 +182,9 @@ func capsCases() []badCase {
 	many += `}}`
 	return []badCase{
 		{"caps negative", "PUT", caps, `{"maxCores":-1}`, 422, api.CodeValidationFailed, ""},
-		{"caps negative group", "PUT", caps, `{"groups":{"g":{"maxCapacity":-1}}}`, 422, api.CodeValidationFailed, ""},
-		{"caps below resolution", "PUT", caps, `{"maxCapacity":0.0001}`, 422, api.CodeValidationFailed, ""},
+		{"caps negative maxCapacity", "PUT", caps, `{"maxCapacity":-1}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"caps negative group", "PUT", caps, `{"groups":{"g":{"maxCapacity":-1}}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"caps below resolution", "PUT", caps, `{"maxCapacity":0.0001}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"caps absurd", "PUT", caps, `{"maxCapacity":1000000000001}`, 422, api.CodeValidationFailed, fsm.CodeLimitExceeded},
 		{"caps bad group name", "PUT", caps, `{"groups":{"Rack 7":{"maxCores":1}}}`, 422, api.CodeValidationFailed, ""},
 		{"caps 257 groups", "PUT", caps, many, 422, api.CodeValidationFailed, fsm.CodeLimitExceeded},
@@ -242,23 +243,25 @@ func validationCases() []badCase {
 		{"422 replace invalid", "PUT", bundles + "/b1", bundle(func(s *api.BundleSpec) { s.ID, s.Priority = "", "x" }), 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 plan invalid", "POST", bundles + "/plan", bundle(func(s *api.BundleSpec) { s.Pool = "" }), 422, api.CodeValidationFailed, fsm.CodeEmptyPoolList},
 		{"422 node zero capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":0}`, 422, api.CodeValidationFailed, ""},
-		{"422 node negative capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":-4}`, 422, api.CodeValidationFailed, ""},
+		{"422 node negative capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":-4}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"422 node negative gpu capacity", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"gpus":[{"index":0,"totalCapacity":-1}]}`,
+			422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 node utilization above 1", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"utilizationCap":1.5}`, 422, api.CodeValidationFailed, ""},
-		{"422 node gpu below resolution", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"gpus":[{"index":0,"totalCapacity":0.0001}]}`, 422, api.CodeValidationFailed, ""},
+		{"422 node gpu below resolution", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"gpus":[{"index":0,"totalCapacity":0.0001}]}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 node bad id", "PUT", "/v1/nodes/N_9", `{"pool":"p1","totalCapacity":4}`, 422, api.CodeValidationFailed, ""},
 		{"422 node negative memory", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"totalMemoryMiB":-1}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool negative memory cap", "PUT", "/v1/pools/p9", `{"caps":{"maxMemoryMiB":-1}}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool negative memory default", "PUT", "/v1/pools/p9", `{"defaults":{"memoryMiB":-1}}`, 422, api.CodeValidationFailed, ""},
 		{"422 pool bad kind", "PUT", "/v1/pools/p9", `{"kind":"weird"}`, 422, api.CodeValidationFailed, ""},
-		{"422 pool bad duration", "PUT", "/v1/pools/p9", `{"kind":"elastic","idleTimeout":"soon"}`, 422, api.CodeValidationFailed, ""},
-		{"422 pool negative cap", "PUT", "/v1/pools/p9", `{"caps":{"maxCapacity":-1}}`, 422, api.CodeValidationFailed, ""},
+		{"422 pool bad duration", "PUT", "/v1/pools/p9", `{"kind":"elastic","idleTimeout":"soon"}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"422 pool negative cap", "PUT", "/v1/pools/p9", `{"caps":{"maxCapacity":-1}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 service lifecycle", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"sometimes"}`, 422, api.CodeValidationFailed, ""},
 		{"422 lazy service providing nothing", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"lazy"}`, 422, api.CodeValidationFailed, api.FindingLazyServiceProvidesNothing},
 		{"422 service constraint", "PUT", "/v1/services/s9", `{"pools":["p1"],"constraints":["a !! b"]}`, 422, api.CodeValidationFailed, api.FindingInvalidExpression},
-		{"422 service negative capacity", "PUT", "/v1/services/s9", `{"pools":["p1"],"requirements":{"capacity":-1}}`, 422, api.CodeValidationFailed, ""},
+		{"422 service negative capacity", "PUT", "/v1/services/s9", `{"pools":["p1"],"requirements":{"capacity":-1}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 service too many cores", "PUT", "/v1/services/s9", `{"pools":["p1"],"requirements":{"cores":5000}}`, 422, api.CodeValidationFailed, api.FindingInvalidRequirement},
 		{"422 service no pools", "PUT", "/v1/services/s9", `{"pools":[]}`, 422, api.CodeValidationFailed, ""},
-		{"422 status state", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"exploded"}`, 422, api.CodeValidationFailed, ""},
+		{"422 status state", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"exploded"}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 exit code without exited", "PUT", "/v1/nodes/n1/assignments/x/status", `{"state":"running","exitCode":1}`, 422, api.CodeValidationFailed, ""},
 		v("unknown kind", fsm.CodeInvalidKind, func(s *api.BundleSpec) { s.Kind = "daemon" }),
 		v("service count 0", fsm.CodeInvalidCount, func(s *api.BundleSpec) { s.Kind = api.KindService }),
@@ -298,6 +301,12 @@ func TestBadInput(t *testing.T) {
 			got := errorBody(t, raw)
 			if got.Code != tc.code {
 				t.Fatalf("code %q, want %q: %s", got.Code, tc.code, raw)
+			}
+			// DESIGN §6.2: a 422 carries its findings, each with a code and a message.
+			if resp.StatusCode == 422 && (len(got.Errors) == 0 || slices.ContainsFunc(got.Errors, func(f api.Finding) bool {
+				return f.Code == "" || f.Message == ""
+			})) {
+				t.Fatalf("a 422 without its findings: %s", raw)
 			}
 			if tc.finding != "" && !slices.ContainsFunc(got.Errors, func(f api.Finding) bool { return f.Code == tc.finding }) {
 				t.Fatalf("errors lack %q: %s", tc.finding, raw)

@@ -19,7 +19,7 @@ import (
 func jobFindings(problems []convert.Problem, jobName func(i int) string) []fsm.Finding {
 	var bundle, jobs []fsm.Finding
 	for _, p := range problems {
-		f := fsm.Finding{Code: fsm.CodeInvalidRequirement, Message: p.Error()}
+		f := problemFinding(p)
 		if len(p.Path) > 0 && (p.Path[0].Name == "restart" || p.Path[0].Name == "ttlAfterFinished") {
 			f.Code = fsm.CodeInvalidRestart // the batch fields' own code, whatever is wrong with them
 		}
@@ -34,11 +34,18 @@ func jobFindings(problems []convert.Problem, jobName func(i int) string) []fsm.F
 	return append(bundle, jobs...)
 }
 
-// invalid is the first problem as an fsm.ErrInvalid (422), for resources
-// whose validation has no findings list (nodes, pools).
+// problemFinding is a conversion problem as a finding: the value is not
+// one the FSM can hold, an invalidRequirement.
+func problemFinding(p convert.Problem) fsm.Finding {
+	return fsm.Finding{Code: fsm.CodeInvalidRequirement, Message: p.Error()}
+}
+
+// invalid is the first problem as a 422 carrying it as its one finding
+// (DESIGN §6.2), for resources whose validation reports only its first
+// (nodes, pools, services, caps).
 func invalid(problems []convert.Problem) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", fsm.ErrInvalid, problems[0].Error())
+	return &fsm.FindingError{Finding: problemFinding(problems[0])}
 }

@@ -170,7 +170,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	_ = c.JSON(status, api.ErrorBody{Error: body})
 }
 
-// validationErr rejects a value the FSM would refuse, before it reaches Raft.
+// validationErr rejects a value the FSM would refuse, before it reaches
+// Raft, as a 422 carrying one invalidRequirement finding (DESIGN §6.2).
 func validationErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", fsm.ErrInvalid, fmt.Sprintf(format, clipArgs(args)...))
+	msg := fmt.Sprintf(format, clipArgs(args)...)
+	return &fsm.FindingError{Finding: fsm.Finding{Code: fsm.CodeInvalidRequirement, Message: msg}}
 }

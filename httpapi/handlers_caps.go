@@ -57,7 +57,11 @@ func capsFromAPI(in api.ClusterCaps) (fsm.ClusterCaps, error) {
 	for _, name := range slices.Sorted(maps.Keys(in.Groups)) {
 		g := in.Groups[name]
 		var caps ledger.PoolCaps
-		problems = append(problems, capsPair.ToFSM(&caps, &g.PoolCaps)...)
+		for _, p := range capsPair.ToFSM(&caps, &g.PoolCaps) {
+			// say which group: every group has the same fields
+			p.Path = append([]convert.Step{{Name: "groups", Index: -1}, {Name: fsm.Clip(name), Index: -1}}, p.Path...)
+			problems = append(problems, p)
+		}
 		if out.Groups == nil {
 			out.Groups = map[string]ledger.PoolCaps{}
 		}
