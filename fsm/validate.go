@@ -96,7 +96,11 @@ func (c *collector) warnf(job, code, format string, args ...any) {
 // first, then each job's in job order. Values Normalize would fill may still
 // be empty. With a nil st only the state-independent checks run.
 func Validate(spec *BundleSpec, st *State, exprs ExprChecker) Findings {
-	return validate(spec, st, exprs, true)
+	f := validate(spec, st, exprs, true)
+	if spec != nil && len(spec.Jobs) <= maxJobs {
+		admitJobLaunches(&f, spec)
+	}
+	return f
 }
 
 // validate is Validate; with clusterProfiles false it skips the scan of a

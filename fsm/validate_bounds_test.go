@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,55 @@ func TestBundleBounds(t *testing.T) {
 				if len([]rune(e.Message)) > 3*MaxEcho+100 {
 					t.Fatalf("a finding repeats too much of the value: %d characters", len(e.Message))
 				}
+			}
+		})
+	}
+}
+
+// TestLegacyJobBounds: a legacy launch's job, the shape JSON decodes to,
+// is bounded like the older fields, and a launch no process could be
+// started with is refused under the job's name, whichever driver runs it.
+func TestLegacyJobBounds(t *testing.T) {
+	job := func(driver string, command []string, image string, env map[string]string) func(s *BundleSpec) {
+		return func(s *BundleSpec) {
+			s.Jobs[0].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: driver, Command: command, Image: image, Env: env}}
+		}
+	}
+	exec := func(env map[string]string) func(s *BundleSpec) { return job(DriverExec, []string{"run"}, "", env) }
+	docker := func(image string, env map[string]string) func(s *BundleSpec) {
+		return job(DriverDocker, nil, image, env)
+	}
+	for name, tc := range map[string]boundEdit{
+		"exec env":                  {"", exec(map[string]string{"PATH": "/bin", "my.var-1": "a=b", "CERT": "a\nb"})},
+		"exec env name empty":       {CodeInvalidRequirement, exec(map[string]string{"": "x"})},
+		"exec env name with =":      {CodeInvalidRequirement, exec(map[string]string{"A=B": "x"})},
+		"exec env name with NUL":    {CodeInvalidText, exec(map[string]string{"A\x00": "x"})},
+		"exec env value with NUL":   {CodeInvalidText, exec(map[string]string{"A": "x\x00y"})},
+		"exec 129 env entries":      {CodeLimitExceeded, exec(strMap(129, 0, 1))},
+		"exec env value over 4KiB":  {CodeLimitExceeded, exec(strMap(1, 0, 4097))},
+		"exec command with NUL":     {CodeInvalidText, job(DriverExec, []string{"run\x00"}, "", nil)},
+		"exec argument with NUL":    {CodeInvalidText, job(DriverExec, []string{"run", "a\x00b"}, "", nil)},
+		"exec 129 arguments":        {CodeLimitExceeded, job(DriverExec, repeat("x", 129), "", nil)},
+		"docker env name with =":    {CodeInvalidRequirement, docker("nginx", map[string]string{"=x": "y"})},
+		"docker env value with NUL": {CodeInvalidText, docker("nginx", map[string]string{"A": "\x00"})},
+		"docker argument with NUL":  {CodeInvalidText, job(DriverDocker, []string{"a\x00"}, "nginx", nil)},
+		"docker image with NUL":     {CodeInvalidText, docker("nginx\x00", nil)},
+		"docker image of 4 KiB":     {"", docker(strings.Repeat("n", 4096), nil)},
+		"docker image over 4 KiB":   {CodeLimitExceeded, docker(strings.Repeat("n", 4097), nil)},
+		"none env name empty":       {CodeInvalidRequirement, job(DriverNone, nil, "", map[string]string{"": "x"})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := boundSpec()
+			tc.edit(&spec)
+			f := Validate(&spec, nil, nil)
+			if tc.code == "" {
+				if !f.Valid() {
+					t.Fatalf("want valid, got %+v", f.Errors)
+				}
+				return
+			}
+			if !slices.ContainsFunc(f.Errors, func(e Finding) bool { return e.Code == tc.code && e.Job == "a" }) {
+				t.Fatalf("want %s on job a, got %+v", tc.code, f.Errors)
 			}
 		})
 	}

@@ -100,3 +100,33 @@ func launchCases() []badCase {
 		{"service template launch", "PUT", "/v1/services/s9", `{"pools":["p1"],"launch":{"kind":"productTemplate","ref":"web"}}`, 422, api.CodeValidationFailed, ""},
 	}
 }
+
+// unstartableLaunchCases: a legacy launch no process could be started with
+// (an env name empty or holding "=", a NUL anywhere), refused at submission
+// rather than failing forever on its worker; services share the rule.
+func unstartableLaunchCases() []badCase {
+	v := validationCase
+	legacy := func(driver string, command []string, image string, env map[string]string) func(s *api.BundleSpec) {
+		return func(s *api.BundleSpec) {
+			s.Jobs[0].Launch = api.Launch{Kind: api.LaunchLegacy, Job: &api.LegacyJob{Driver: driver, Command: command, Image: image, Env: env}}
+		}
+	}
+	exec := func(env map[string]string) func(s *api.BundleSpec) {
+		return legacy(api.DriverExec, []string{"/bin/run"}, "", env)
+	}
+	replace := bundle(func(s *api.BundleSpec) { s.ID = ""; exec(map[string]string{"": "x"})(s) })
+	return []badCase{
+		v("exec env name empty", fsm.CodeInvalidRequirement, exec(map[string]string{"": "x"})),
+		v("exec env name with =", fsm.CodeInvalidRequirement, exec(map[string]string{"A=B": "x"})),
+		v("exec env name with NUL", fsm.CodeInvalidText, exec(map[string]string{"A\x00": "x"})),
+		v("exec env value with NUL", fsm.CodeInvalidText, exec(map[string]string{"A": "x\x00y"})),
+		v("exec command with NUL", fsm.CodeInvalidText, legacy(api.DriverExec, []string{"/bin/run\x00"}, "", nil)),
+		v("docker image with NUL", fsm.CodeInvalidText, legacy(api.DriverDocker, nil, "nginx\x00", nil)),
+		v("docker env name with =", fsm.CodeInvalidRequirement, legacy(api.DriverDocker, nil, "nginx", map[string]string{"=x": "y"})),
+		{"422 older launch shape, argument with NUL", "POST", bundles,
+			`{"pool":"p1","jobs":[{"name":"a","launch":{"driver":"exec","command":["run","a\u0000b"]}}]}`, 422, api.CodeValidationFailed, fsm.CodeInvalidText},
+		{"422 replace with an empty env name", "PUT", bundles + "/b1", replace, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"422 service env name with =", "PUT", "/v1/services/s9",
+			`{"pools":["p1"],"launch":{"kind":"legacy","job":{"driver":"exec","command":["run"],"env":{"A=B":"x"}}}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+	}
+}

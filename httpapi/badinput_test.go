@@ -59,7 +59,7 @@ type badCase struct {
 
 func badInputCases() []badCase {
 	return slices.Concat(badRequestCases(), listCases(), notFoundCases(), conflictCases(), tooLargeCases(), validationCases(),
-		templateCases(), launchCases(), boundCases(), capsCases())
+		templateCases(), launchCases(), unstartableLaunchCases(), boundCases(), capsCases())
 }
 
 const bundles = "/v1/bundles"

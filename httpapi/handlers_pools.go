@@ -84,7 +84,7 @@ func (s *Server) putService(c echo.Context) error {
 		return err
 	}
 	fsm.NormalizeService(&svc)
-	if err := fsm.ValidateService(&svc); err != nil {
+	if err := fsm.AdmitService(&svc); err != nil {
 		return err
 	}
 	if err := fsm.CheckServiceConstraints(&svc, s.exprs); err != nil {

@@ -1,0 +1,72 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Admission-only launch checks. Validate (the API, before a command goes
+// to Raft) and AdmitService run them; the FSM's apply does not. Apply
+// validates every entry again, entries committed by an older server
+// included: a rule added later must not make a replica that replays them
+// refuse what the others accepted (their states would part), so rules
+// that only protect the workload from a launch that could never start live
+// here, at the door.
+
+// admitLaunch bounds what JSON decodes a launch to (its job: command,
+// image, env) as launchLimit bounds the older fields, and refuses what no
+// process can be started with: NUL anywhere, an env name that is empty or
+// holds "=" (exec would set another variable than asked; docker refuses).
+func admitLaunch(l Launch) (code, msg string) {
+	if code, msg := envNames(l.Env); code != "" {
+		return code, msg
+	}
+	j := l.Job
+	if j == nil {
+		return "", ""
+	}
+	return firstProblem(
+		func() (string, string) { return commandEnvLimit(j.Command, j.Env) },
+		func() (string, string) { return envNames(j.Env) },
+		func() (string, string) { return argLimit("launch image", j.Image) },
+	)
+}
+
+func commandEnvLimit(command []string, env map[string]string) (code, msg string) {
+	return launchLimit(Launch{Command: command, Env: env})
+}
+
+func envNames(env map[string]string) (code, msg string) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if k == "" || strings.Contains(k, "=") {
+			return CodeInvalidRequirement, fmt.Sprintf("launch env name %q must not be empty or hold \"=\"", clip(k))
+		}
+	}
+	return "", ""
+}
+
+// admitJobLaunches adds a finding, under the job's name, for each job
+// whose launch admitLaunch refuses.
+func admitJobLaunches(f *Findings, spec *BundleSpec) {
+	c := collector{out: *f}
+	for i := range spec.Jobs {
+		if code, msg := admitLaunch(spec.Jobs[i].Launch); code != "" {
+			c.errorf(spec.Jobs[i].Name, code, "%s", msg)
+		}
+	}
+	*f = c.out
+}
+
+// AdmitService is ValidateService with the admission-only launch checks;
+// the API calls it before a node service goes to Raft.
+func AdmitService(s *NodeService) error {
+	if err := ValidateService(s); err != nil {
+		return err
+	}
+	if code, msg := admitLaunch(s.Launch); code != "" {
+		return findingErr(code, msg)
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+package fsm
+
+import "testing"
+
+// TestAdmissionRulesLeaveReplayAlone: the API refuses a launch no process
+// could start (Validate), but the FSM applies a create that holds one, as
+// a server from before the rule committed it: a replica replaying that
+// entry must end where the others did.
+func TestAdmissionRulesLeaveReplayAlone(t *testing.T) {
+	h := newHarness(t)
+	h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p"}})
+	spec := testBundle("old", "p", testJob("j", 100, 0))
+	spec.Jobs[0].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverExec, Command: []string{"run"}, Env: map[string]string{"": "x"}}}
+	if f := Validate(&spec, h.fsm.State(), nil); f.Valid() {
+		t.Fatal("the API's validation admitted an env name that is empty")
+	}
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	if h.fsm.State().Bundle("old") == nil {
+		t.Fatal("the committed create is missing after apply")
+	}
+}
