@@ -45,10 +45,16 @@ type Client struct {
 	hc         *http.Client
 	tls        *tls.Config
 	maxRetries int
+	onRead     func(QueryMeta) // WithReadHook
 }
 
 // Option configures a Client.
 type Option func(*Client)
+
+// WithReadHook calls fn with the metadata of every read answered: a
+// caller of stale reads can tell the user that the server answering knows
+// no leader, or has not heard from it for a while.
+func WithReadHook(fn func(QueryMeta)) Option { return func(c *Client) { c.onRead = fn } }
 
 // WithToken sends an ACL token with every request.
 func WithToken(token string) Option { return func(c *Client) { c.token = token } }
@@ -375,11 +381,20 @@ func (c *Client) query(ctx context.Context, path string, params url.Values, q *Q
 		return QueryMeta{}, err
 	}
 	defer closeBody(resp)
-	meta := queryMeta(resp.Header)
+	meta := c.readMeta(resp.Header)
 	if err := decodeBody(resp, out); err != nil {
 		return meta, err
 	}
 	return meta, nil
+}
+
+// readMeta is a read answer's metadata, handed to the read hook.
+func (c *Client) readMeta(h http.Header) QueryMeta {
+	m := queryMeta(h)
+	if c.onRead != nil {
+		c.onRead(m)
+	}
+	return m
 }
 
 // write sends in (nil for no body) and decodes the answer into out (nil to

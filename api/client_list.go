@@ -37,7 +37,7 @@ func listPage[T any](ctx context.Context, c *Client, path string, params url.Val
 		return nil, PageMeta{}, err
 	}
 	defer closeBody(resp)
-	meta := PageMeta{QueryMeta: queryMeta(resp.Header), NextToken: resp.Header.Get(HeaderNextToken)}
+	meta := PageMeta{QueryMeta: c.readMeta(resp.Header), NextToken: resp.Header.Get(HeaderNextToken)}
 	if err := decodeBody(resp, &out); err != nil {
 		return nil, meta, err
 	}

@@ -169,6 +169,9 @@ func (a *app) client(cmd *cobra.Command, opts ...api.Option) (*api.Client, error
 	if tc != nil {
 		opts = append(opts, api.WithTLSConfig(tc))
 	}
+	if a.stale {
+		opts = append(opts, api.WithReadHook(staleWarning(cmd.ErrOrStderr())))
+	}
 	c, err := api.New(addr, opts...)
 	if err != nil {
 		return nil, asUsage(err)
