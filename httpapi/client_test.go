@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,10 @@ func TestStatusHealthMembers(t *testing.T) {
 	}
 	if err := e.c.RemovePeer(ctx(t), "other"); err != nil {
 		t.Fatal(err)
+	}
+	// n1 is alive in gossip: the leader would add it back at once.
+	if err := e.c.RemovePeer(ctx(t), "n1"); !api.IsCode(err, api.CodeConflict) || !strings.Contains(err.Error(), "stop it first") {
+		t.Fatalf("removing a live server: %v, want a conflict saying to stop it first", err)
 	}
 	if err := e.c.RemovePeer(ctx(t), "ghost"); !api.IsCode(err, api.CodeNotFound) {
 		t.Fatalf("remove unknown peer: %v", err)

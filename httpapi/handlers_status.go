@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/gossip"
 )
 
 // getLeader answers from this server's view; no known leader is 503.
@@ -127,8 +129,16 @@ func (s *Server) transferLeadership(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// removePeer refuses a server alive in this (the leader's) gossip: the
+// leader adds a live server back within a second, so the removal looked
+// done and was undone with nothing said.
 func (s *Server) removePeer(c echo.Context) error {
-	if err := s.b.RemovePeer(c.Request().Context(), param(c, "id")); err != nil {
+	id := param(c, "id")
+	if m, ok := s.b.Member(id); ok && m.Status == gossip.StatusAlive {
+		return fmt.Errorf("%w: server %s is alive, and the leader adds a live server back at once: stop it first "+
+			"(SIGTERM leaves the configuration by itself), then remove it if it is still listed", fsm.ErrConflict, id)
+	}
+	if err := s.b.RemovePeer(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
