@@ -170,7 +170,7 @@ func newBundleScaleCmd(a *app) *cobra.Command {
 		},
 		Warnings: func(resp *api.CreateResponse) []api.Finding { return resp.Warnings },
 		Sentence: func(id string, resp *api.CreateResponse) string {
-			return fmt.Sprintf("bundle %q scaled to %d replicas (state %s)", id, resp.Bundle.Count, clean(resp.Bundle.State))
+			return fmt.Sprintf("bundle %q scaled to %d replicas (state %s when written%s)", id, resp.Bundle.Count, clean(resp.Bundle.State), placementFollows(id))
 		},
 	}.build(a)
 }
@@ -190,6 +190,13 @@ func scaleBundle(ctx context.Context, c *api.Client, id string, count int) (*api
 			return resp, err
 		}
 	}
+}
+
+// placementFollows points at the bundle's status: the answer to a write
+// is the bundle as written, and the placer moves its replicas after, so a
+// scale answered "degraded" while its new replicas were being placed.
+func placementFollows(id string) string {
+	return "; the placer acts next: amserver bundle status " + clean(id)
 }
 
 // maxServiceCount is the API's bound on a service's count.
@@ -215,7 +222,7 @@ func newBundleReplaceCmd(a *app) *cobra.Command {
 		},
 		Warnings: func(resp *api.CreateResponse) []api.Finding { return resp.Warnings },
 		Sentence: func(id string, resp *api.CreateResponse) string {
-			return fmt.Sprintf("bundle %q replaced (state %s, modify index %d)", id, clean(resp.Bundle.State), resp.Bundle.ModifyIndex)
+			return fmt.Sprintf("bundle %q replaced (state %s when written, modify index %d%s)", id, clean(resp.Bundle.State), resp.Bundle.ModifyIndex, placementFollows(id))
 		},
 	}.build(a)
 }

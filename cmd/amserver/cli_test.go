@@ -230,7 +230,7 @@ func TestWrites(t *testing.T) {
 		{[]string{"node", "drain", "w-1"}, "POST", "/v1/nodes/w-1/drain", "", `node "w-1" is draining`},
 		{[]string{"node", "deregister", "w-1", "--force"}, "DELETE", "/v1/nodes/w-1", "force=true", `node "w-1" deregistered`},
 		{[]string{"bundle", "delete", "enc-1"}, "DELETE", "/v1/bundles/enc-1", "", `bundle "enc-1" is being deleted`},
-		{[]string{"bundle", "replace", bundleFile, "--cas", "9"}, "PUT", "/v1/bundles/enc-1", "cas=9", `bundle "enc-1" replaced (state degraded, modify index 9)`},
+		{[]string{"bundle", "replace", bundleFile, "--cas", "9"}, "PUT", "/v1/bundles/enc-1", "cas=9", `bundle "enc-1" replaced (state degraded when written, modify index 9; the placer acts next: amserver bundle status enc-1)`},
 		{[]string{"pool", "apply", poolFile}, "PUT", "/v1/pools/live", "", `pool "live" applied (kind cluster, modify index 4)`},
 		{[]string{"service", "apply", svcFile}, "PUT", "/v1/services/ptp", "", `service "ptp" applied`},
 		{[]string{"caps", "set", capsFile}, "PUT", "/v1/caps", "", `caps set (cluster capacity 1000, cores unlimited; 1 cap groups with caps; modify index 77)`},
