@@ -23,8 +23,9 @@ type Driver interface {
 	// Recover adopts what an earlier run of this worker left running
 	// (containers outlive a worker restart), so that it is not started
 	// twice and so that what is no longer assigned here shows up in Running
-	// and gets stopped. The worker calls it once before its first
-	// reconcile; an error is logged, not fatal.
+	// and gets stopped; what a driver cannot adopt (an exec child) it
+	// kills instead. The worker calls it once before its first reconcile;
+	// an error is logged, not fatal.
 	Recover(ctx context.Context) error
 	// Ensure makes the task match the assignment's desired state and returns
 	// the state to report (running, stopped, failed) and a message; an empty

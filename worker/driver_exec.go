@@ -56,9 +56,16 @@ func NewExecDriver(stateDir string, logger *slog.Logger) (*ExecDriver, error) {
 // Events implements Driver.
 func (d *ExecDriver) Events() <-chan TaskEvent { return d.events }
 
-// Recover implements Driver: a child process does not outlive the worker
-// (it is stopped at shutdown), so there is nothing to adopt.
-func (d *ExecDriver) Recover(context.Context) error { return nil }
+// Recover implements Driver. A child process is stopped at shutdown and
+// killed by its parent-death signal when the worker dies, but that signal
+// reaches neither the rest of its process group (a shell's pipeline) nor a
+// child that ignored it or had not received it yet: Recover kills, with
+// their groups, the children an earlier run recorded that still run, so
+// that none runs twice next to the one the worker starts again. Nothing is
+// adopted: a child's pipes and exit status belonged to the dead worker.
+func (d *ExecDriver) Recover(ctx context.Context) error {
+	return killOrphans(ctx, d.stateDir, d.logger)
+}
 
 // Ensure implements Driver.
 func (d *ExecDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
@@ -223,7 +230,7 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 	job := legacyJob(a.Launch)
 	cmd := exec.Command(job.Command[0], job.Command[1:]...)
 	cmd.Env = append(os.Environ(), taskEnv(a, d.statePath(a.ID))...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // signals reach the whole process group
+	cmd.SysProcAttr = childAttr()
 	stdout, stderr, err := openLogs(taskDir(d.stateDir, a.ID))
 	if err != nil {
 		d.logger.Warn("cannot keep the task's output", "assignment", a.ID, "err", err)
@@ -246,12 +253,15 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 		d.limiter.notEnforced(fmt.Errorf("start in cgroup: %w", err))
 		retry := exec.Command(cmd.Path, cmd.Args[1:]...) // a Cmd is not started twice
 		retry.Env, retry.Stdout, retry.Stderr = cmd.Env, cmd.Stdout, cmd.Stderr
-		retry.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		retry.SysProcAttr = childAttr()
 		cmd = retry
 		err = startPinned(cmd, a.Cores)
 	}
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
+	}
+	if err := recordChild(d.stateDir, a.ID, cmd.Process.Pid); err != nil {
+		d.logger.Warn("cannot record the child: if the worker dies, the rest of its process group may outlive it", "assignment", a.ID, "err", err)
 	}
 	t.attach(cmd.Process)
 	t.set(api.JobRunning, "")

@@ -2,13 +2,9 @@ package worker
 
 import (
 	"os"
-	"os/exec"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/amserver/amserver/api"
 )
@@ -84,31 +80,4 @@ func (t *execTask) halt(grace time.Duration) {
 	}
 	t.signal(syscall.SIGKILL)
 	<-t.done
-}
-
-// startPinned starts cmd with its CPU affinity set to cores. The fork runs
-// on a thread locked to this goroutine whose own affinity is set first, so
-// the child inherits it from its first instruction (no window in which it
-// runs unpinned). The thread is never unlocked, so Go discards it afterwards
-// instead of reusing a thread with a narrowed affinity.
-func startPinned(cmd *exec.Cmd, cores []int) error {
-	if len(cores) == 0 {
-		return cmd.Start()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		var set unix.CPUSet
-		for _, c := range cores {
-			set.Set(c)
-		}
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			// Cores beyond this host (an inventory larger than the machine)
-			// cannot be pinned; run unpinned rather than not at all.
-			errc <- cmd.Start()
-			return
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
 }
