@@ -155,25 +155,32 @@ func jobsNamed(n int) []Job {
 func TestBundleBounds(t *testing.T) {
 	for name, tc := range bundleBounds() {
 		t.Run(name, func(t *testing.T) {
-			spec := boundSpec()
-			tc.edit(&spec)
-			f := Validate(&spec, nil, nil)
-			if tc.code == "" {
-				if !f.Valid() {
-					t.Fatalf("want valid, got %+v", f.Errors)
-				}
-				return
-			}
-			if len(f.Errors) == 0 || !hasCode(f.Errors, tc.code) {
-				t.Fatalf("want %s, got %+v", tc.code, f.Errors)
-			}
-			for _, e := range f.Errors {
+			for _, e := range checkBound(t, tc, "") {
 				if len([]rune(e.Message)) > 3*MaxEcho+100 {
 					t.Fatalf("a finding repeats too much of the value: %d characters", len(e.Message))
 				}
 			}
 		})
 	}
+}
+
+// checkBound validates the bound spec with tc's edit: valid when tc names
+// no code, else an error with that code (on job, when named).
+func checkBound(t *testing.T, tc boundEdit, job string) []Finding {
+	t.Helper()
+	spec := boundSpec()
+	tc.edit(&spec)
+	f := Validate(&spec, nil, nil)
+	if tc.code == "" {
+		if !f.Valid() {
+			t.Fatalf("want valid, got %+v", f.Errors)
+		}
+		return nil
+	}
+	if !slices.ContainsFunc(f.Errors, func(e Finding) bool { return e.Code == tc.code && (job == "" || e.Job == job) }) {
+		t.Fatalf("want %s (job %q), got %+v", tc.code, job, f.Errors)
+	}
+	return f.Errors
 }
 
 // TestLegacyJobBounds: a legacy launch's job, the shape JSON decodes to,
@@ -208,30 +215,8 @@ func TestLegacyJobBounds(t *testing.T) {
 		"docker image over 4 KiB":   {CodeLimitExceeded, docker(strings.Repeat("n", 4097), nil)},
 		"none env name empty":       {CodeInvalidRequirement, job(DriverNone, nil, "", map[string]string{"": "x"})},
 	} {
-		t.Run(name, func(t *testing.T) {
-			spec := boundSpec()
-			tc.edit(&spec)
-			f := Validate(&spec, nil, nil)
-			if tc.code == "" {
-				if !f.Valid() {
-					t.Fatalf("want valid, got %+v", f.Errors)
-				}
-				return
-			}
-			if !slices.ContainsFunc(f.Errors, func(e Finding) bool { return e.Code == tc.code && e.Job == "a" }) {
-				t.Fatalf("want %s on job a, got %+v", tc.code, f.Errors)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkBound(t, tc, "a") })
 	}
-}
-
-func hasCode(fs []Finding, code string) bool {
-	for _, f := range fs {
-		if f.Code == code {
-			return true
-		}
-	}
-	return false
 }
 
 // errCode is the finding code of a node, pool or service rejection.
