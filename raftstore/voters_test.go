@@ -86,7 +86,7 @@ func TestClassifyTransferError(t *testing.T) {
 				t.Errorf("classifyTransferError(%v) = %v, want it to wrap %v and the cause", tt.err, got, tt.want)
 			}
 			for _, other := range []error{ErrNotLeader, ErrNoLeader, ErrOutcomeUnknown, fsm.ErrConflict} {
-				if other != tt.want && errors.Is(got, other) {
+				if !errors.Is(other, tt.want) && errors.Is(got, other) {
 					t.Errorf("classifyTransferError(%v) = %v is also %v", tt.err, got, other)
 				}
 			}

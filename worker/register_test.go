@@ -57,7 +57,7 @@ var (
 	noLeader  = &api.Error{Status: http.StatusServiceUnavailable, Code: api.CodeNoLeader, Message: "no leader"}
 	busy      = &api.Error{Status: http.StatusTooManyRequests, Code: api.CodeTooManyRequests, Message: "busy"}
 	unknown   = &api.Error{Code: api.CodeOutcomeUnknown, Message: "connection broke"}
-	netErr    = errors.New("dial tcp 127.0.0.1:7070: connection refused")
+	errNet    = errors.New("dial tcp 127.0.0.1:7070: connection refused")
 )
 
 // TestRegistrationRefusalIsLoud: a registration the servers refuse (a 409,
@@ -80,7 +80,7 @@ func TestRegistrationRefusalIsLoud(t *testing.T) {
 		{"a success ends a refusal", []error{shrunk, shrunk, ok, shrunk},
 			[]string{"at 0s: below what is reserved", "at 15s: below what is reserved"}, 1},
 		{"a forbidden token", []error{forbidden, forbidden}, []string{"at 0s: may not write nodes"}, 0},
-		{"transient failures", []error{noLeader, busy, unknown, netErr, noLeader, ok}, nil, 1},
+		{"transient failures", []error{noLeader, busy, unknown, errNet, noLeader, ok}, nil, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &records{}
