@@ -32,6 +32,9 @@ func (d *launchDriver) Ensure(ctx context.Context, a api.Assignment) (string, st
 	if a.Launch.Job != nil {
 		env = a.Launch.Job.Env
 	}
+	if why := env["FAIL"]; why != "" {
+		return api.JobFailed, why // a start that fails, as a missing image's does
+	}
 	code, _ := strconv.Atoi(env["EXIT"])
 	d.mu.Lock()
 	if a.Desired == api.DesiredRun {
@@ -136,8 +139,10 @@ func TestInPlaceLaunchUpdateThroughCluster(t *testing.T) {
 
 // TestBatchThroughCluster: a batch job whose process exits non-zero is
 // restarted by the cluster up to its attempts and the bundle ends failed
-// with the exit code; one that exits 0 ends complete with its reservation
-// released, and is deleted ttlAfterFinished later.
+// with the exit code and the worker's message; one that exits 0 ends
+// complete with its reservation released, and is deleted ttlAfterFinished
+// later. A job the driver cannot start reads failed, with the driver's
+// reason, in the bundle.
 func TestBatchThroughCluster(t *testing.T) {
 	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
 	drv := newLaunchDriver()
@@ -155,7 +160,7 @@ func TestBatchThroughCluster(t *testing.T) {
 		return b.State == api.StateFailed
 	})
 	j := b.Replicas[0].Jobs[0]
-	if j.ExitCode == nil || *j.ExitCode != 3 || j.Attempts != 2 || j.Status != api.JobExited || b.FinishTime.IsZero() {
+	if j.ExitCode == nil || *j.ExitCode != 3 || j.Attempts != 2 || j.Status != api.JobExited || j.Message != "exited 3" || b.FinishTime.IsZero() {
 		t.Fatalf("failed job %+v (exit %v), finished %v", j, j.ExitCode, b.FinishTime)
 	}
 	ok := api.BundleSpec{ID: "report", Pool: "default", Kind: api.KindBatch, Jobs: []api.Job{envJob("1")}, TTLAfterFinished: "1s"}
@@ -171,6 +176,16 @@ func TestBatchThroughCluster(t *testing.T) {
 	if s := bundleState(t, c, "etl"); s != api.StateFailed {
 		t.Fatalf("the bundle without ttl is %s", s)
 	}
+	broken := api.BundleSpec{ID: "broken", Pool: "default", Jobs: []api.Job{envJob("1")}}
+	const why = `image "amserver-does-not-exist:v9" is not on this node`
+	broken.Jobs[0].Launch.Job.Env["FAIL"] = why
+	if _, err := c.CreateBundle(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "broken", "its job failed, saying why", func(b *api.Bundle) bool {
+		j := b.Replicas[0].Jobs[0]
+		return j.Status == api.JobFailed && j.Message == why
+	})
 }
 
 // TestServiceFailoverThroughCluster: killing the worker under one replica

@@ -181,6 +181,8 @@ type JobPlacement struct {
 	GPU    *GPUShare `json:"gpu,omitempty"`
 	GPUs   []int     `json:"gpus,omitempty"`
 	Status string    `json:"status,omitempty"`
+	// Message is what the worker said with that status: why a job failed.
+	Message string `json:"message,omitempty"`
 	// A batch job's exit code (set once it exited) and how many times it
 	// was restarted.
 	ExitCode *int `json:"exitCode,omitempty"`

@@ -43,27 +43,29 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 		t.serviceReport(a, req.Status)
 		return nil, nil
 	}
-	if req.Status == JobExited && t.jobExit(a, code) {
+	if req.Status == JobExited && t.jobExit(a, code, req.Message) {
 		return nil, nil
 	}
-	t.jobReport(a, req.Status)
+	t.jobReport(a, req.Status, req.Message)
 	return nil, nil
 }
 
-// jobReport mirrors a report into the bundle's job status when the
-// assignment is the job's current placement.
-func (t *tx) jobReport(a *Assignment, status string) {
+// jobReport mirrors a report into the bundle's job status and message when
+// the assignment is the job's current placement.
+func (t *tx) jobReport(a *Assignment, status, message string) {
 	b := t.Bundle(a.BundleID)
 	if b == nil {
 		return
 	}
 	job := b.slotJob(a.Replica, a.Job)
-	if job == nil || job.NodeID != a.NodeID || job.Status == status {
+	if job == nil || job.NodeID != a.NodeID || job.Status == status && job.Message == message {
 		return
 	}
+	moved := job.Status != status
 	cp := cloneBundle(b)
-	cp.slotJob(a.Replica, a.Job).Status = status
-	if status == JobRunning && cp.Rolling {
+	job = cp.slotJob(a.Replica, a.Job)
+	job.Status, job.Message = status, message
+	if moved && status == JobRunning && cp.Rolling {
 		t.advanceRollout(cp) // a replica runs (again): the next may go
 	}
 	t.putBundle(cp)

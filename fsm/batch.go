@@ -19,7 +19,7 @@ import (
 // (other jobs still run), a restart (now, or at RestartAt), or the end.
 // It returns false when a is not a running batch job, and the caller
 // mirrors the report as for any job.
-func (t *tx) jobExit(a *Assignment, code int32) bool {
+func (t *tx) jobExit(a *Assignment, code int32, message string) bool {
 	b := t.Bundle(a.BundleID)
 	if b == nil || !b.Spec.IsBatch() || b.Outcome != "" || b.Deleting || a.Desired != DesiredRun {
 		return false
@@ -30,7 +30,7 @@ func (t *tx) jobExit(a *Assignment, code int32) bool {
 	}
 	cp := cloneBundle(b)
 	job = cp.slotJob(a.Replica, a.Job)
-	job.Status, job.ExitCode = JobExited, code
+	job.Status, job.Message, job.ExitCode = JobExited, message, code
 	restart := cp.Spec.Restart
 	switch {
 	case code == 0:
@@ -67,7 +67,7 @@ func allExitedZero(b *Bundle) bool {
 func (t *tx) restartJob(b *Bundle, slot int, job *JobPlacement) {
 	job.Attempts++
 	job.RestartAt = 0
-	job.Status = JobAssigned
+	job.Status, job.Message = JobAssigned, ""
 	id := assignmentID(ledger.Key{Bundle: b.ID(), Replica: slot, Job: job.Name}, job.NodeID)
 	if a := t.Assignment(id); a != nil && a.Desired == DesiredRun {
 		cp := *a

@@ -113,15 +113,17 @@ func TestBatchOutcomes(t *testing.T) {
 // before it is due, and nothing happens; at the due time it does.
 func TestBatchTimerChecksClock(t *testing.T) {
 	h := batchHarness(t, &RestartPolicy{Attempts: 3, Delay: int64(time.Minute), Mode: RestartFail}, "a")
-	h.report("a", JobExited, 9, 100)
+	const why = "main exited 9: out of disk"
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: assignmentID(keyOf("b", 0, "a"), "n1"),
+		Status: JobExited, ExitCode: 9, Now: 100, Message: why})
 	ref := []SlotJobRef{{BundleID: "b", Slot: 0, Job: "a"}}
 	h.ok(BatchTimerType, &BatchTimerRequest{Now: 100 + int64(time.Minute) - 1, Restart: ref})
-	if j := h.fsm.State().Bundle("b").Replicas[0].Jobs[0]; j.Attempts != 0 {
-		t.Fatalf("restarted early: %+v", j)
+	if j := h.fsm.State().Bundle("b").Replicas[0].Jobs[0]; j.Attempts != 0 || j.Message != why {
+		t.Fatalf("restarted early, or the exit's message lost: %+v", j)
 	}
 	h.ok(BatchTimerType, &BatchTimerRequest{Now: 100 + int64(time.Minute), Restart: ref})
 	a := h.fsm.State().BundleAssignments("b")[0]
-	if j := h.fsm.State().Bundle("b").Replicas[0].Jobs[0]; j.Attempts != 1 || a.Generation != 1 || a.Status != JobAssigned {
+	if j := h.fsm.State().Bundle("b").Replicas[0].Jobs[0]; j.Attempts != 1 || j.Message != "" || a.Generation != 1 || a.Status != JobAssigned {
 		t.Fatalf("not restarted: job %+v, assignment %+v", j, a)
 	}
 	// a bundle that is not finished never expires

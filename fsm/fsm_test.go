@@ -129,6 +129,44 @@ func TestReplaceKeepsPlacementUnlessItMatters(t *testing.T) {
 	checkInvariants(t, h.fsm)
 }
 
+// TestJobReportMirrorsMessage: a worker's report reaches the bundle's job
+// with its message, a new message under the same status too (the bundle's
+// modifyIndex moves, so a watcher sees it); a report without one and an
+// in-place relaunch clear it.
+func TestJobReportMirrorsMessage(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	spec := testBundle("b1", "p", testJob("enc", 1000, 1))
+	spec.Jobs[0].Launch = Launch{Kind: "legacy", Job: &LegacyJob{Driver: "none", Env: map[string]string{"V": "1"}}}
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+	id := h.fsm.State().NodeAssignments("n1")[0].ID
+	job := func() JobPlacement { return h.fsm.State().Bundle("b1").Replicas[0].Jobs[0] }
+	fail := func(msg string) {
+		t.Helper()
+		before := h.fsm.State().Bundle("b1").ModifyIndex
+		h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobFailed, Message: msg})
+		if j := job(); j.Status != JobFailed || j.Message != msg {
+			t.Fatalf("job after a failed report %q: %+v", msg, j)
+		}
+		if h.fsm.State().Bundle("b1").ModifyIndex == before {
+			t.Fatalf("report %q left the bundle's modifyIndex", msg)
+		}
+	}
+	fail(`image "x:v9" is not on this node`)
+	fail("exec: no such file")
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobRunning})
+	if j := job(); j.Status != JobRunning || j.Message != "" {
+		t.Fatalf("a running report without a message must clear it: %+v", j)
+	}
+	fail("exec: no such file")
+	spec.Jobs[0].Launch = Launch{Kind: "legacy", Job: &LegacyJob{Driver: "none", Env: map[string]string{"V": "2"}}}
+	h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: spec})
+	if j := job(); j.Status != JobAssigned || j.Message != "" || j.NodeID != "n1" {
+		t.Fatalf("an in-place relaunch must start the job over: %+v", j)
+	}
+}
+
 func TestDeletionSaga(t *testing.T) {
 	h := newHarness(t)
 	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))

@@ -21,7 +21,7 @@ func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
 	cp.Status, cp.Message, cp.ExitCode = JobAssigned, "", 0
 	t.putAssignment(&cp)
 	if jp := b.slotJob(a.Replica, a.Job); jp != nil && jp.NodeID == a.NodeID {
-		jp.Status = JobAssigned
+		jp.Status, jp.Message = JobAssigned, ""
 	}
 }
 

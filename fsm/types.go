@@ -306,12 +306,15 @@ type JobPlacement struct {
 	NodeID string       `json:"nodeId,omitempty" row:"2,intern"`
 	Grant  ledger.Grant `json:"grant" row:"3"`
 	Status string       `json:"status,omitempty" row:"4,intern"`
+	// Message is the worker's message with that status (why a job failed),
+	// mirrored from its assignment as Status is, so a bundle read says it.
+	Message string `json:"message,omitempty" row:"28"`
 
 	// A batch job's last exit code (status exited), how many times it was
 	// restarted, and when the leader restarts it next (0: not waiting).
 	// ExitCode and Attempts are 32-bit so that the two share a word: a
-	// placement then fits 160 bytes (two jobs' in a 320-byte block, not
-	// 352).
+	// placement then fits 176 bytes (two jobs' in a 352-byte block, not
+	// 384).
 	ExitCode  int32 `json:"exitCode,omitempty" api:"-" row:"25"`
 	Attempts  int32 `json:"attempts,omitempty" row:"26"`
 	RestartAt int64 `json:"restartAt,omitempty" api:"-" row:"27"`

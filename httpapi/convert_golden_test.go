@@ -39,7 +39,7 @@ var addedFields = map[string][]string{
 	// Issue 18: bundle kinds.
 	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
 	"Bundle":       {"Outcome", "FinishTime", "Generation", "Rolling"},
-	"JobPlacement": {"ExitCode", "Attempts", "RestartAt"},
+	"JobPlacement": {"ExitCode", "Attempts", "RestartAt", "Message"}, // Message later (TestBundleShowsJobMessage)
 	// issue 18: memory.
 	"Request":      {"MemoryMiB", "MemoryLimitMiB"},
 	"Grant":        {"MemoryMiB"},

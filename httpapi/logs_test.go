@@ -180,6 +180,38 @@ func TestBundleShowsAssignmentIDs(t *testing.T) {
 	}
 }
 
+// TestBundleShowsJobMessage: a worker's failure message reads back on the
+// bundle's job as "message", as on the worker's own assignment; a report
+// without one clears it.
+func TestBundleShowsJobMessage(t *testing.T) {
+	e := badInputEnv(t)
+	const why = `image "amserver-does-not-exist:v9" is not on this node`
+	job := func() api.JobPlacement {
+		t.Helper()
+		b, _, err := e.c.Bundle(ctx(t), "b1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Replicas[0].Jobs[0]
+	}
+	aid := job().AssignmentID
+	if err := e.c.ReportStatus(ctx(t), "n1", aid, api.AssignmentStatus{State: api.JobFailed, Message: why}); err != nil {
+		t.Fatal(err)
+	}
+	if j := job(); j.Status != api.JobFailed || j.Message != why {
+		t.Fatalf("job after a failed report: %+v", j)
+	}
+	if _, body := e.get("/v1/bundles/b1"); !strings.Contains(string(body), `"message":"image \"amserver-does-not-exist:v9\"`) {
+		t.Fatalf("bundle JSON carries no message: %s", body)
+	}
+	if err := e.c.ReportStatus(ctx(t), "n1", aid, api.AssignmentStatus{State: api.JobRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if j := job(); j.Status != api.JobRunning || j.Message != "" {
+		t.Fatalf("job after a running report: %+v", j)
+	}
+}
+
 // TestServiceConvertsRequirements: a service's requirements read back in
 // API units, and its constraints and lifecycle as sent.
 func TestServiceConvertsRequirements(t *testing.T) {

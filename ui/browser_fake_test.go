@@ -29,11 +29,17 @@ type fakeAPI struct {
 	moreLogs     chan struct{} // closed: a follower gets one more line
 }
 
-// fakeBundle is b-1, placed: its primary's job enc on n-1.
+// fakeJobMessage is why b-1's job pkg failed: two lines, the second
+// looking like HTML.
+const fakeJobMessage = "image \"pkg:v9\" is not on this node\n<img src=x onerror=window.__msgxss=1>"
+
+// fakeBundle is b-1, placed: its primary's job enc on n-1, and pkg, which
+// failed there.
 func fakeBundle() api.Bundle {
-	return api.Bundle{BundleSpec: api.BundleSpec{ID: "b-1", Pool: "default", Jobs: []api.Job{{Name: "enc"}}},
+	return api.Bundle{BundleSpec: api.BundleSpec{ID: "b-1", Pool: "default", Jobs: []api.Job{{Name: "enc"}, {Name: "pkg"}}},
 		State: api.StatePlaced, Replicas: []api.Replica{{Index: 0, Role: api.RolePrimary, State: api.StatePlaced,
-			Jobs: []api.JobPlacement{{Name: "enc", NodeID: "n-1", Status: api.JobRunning, AssignmentID: "b-1:0:enc@n-1"}}}}}
+			Jobs: []api.JobPlacement{{Name: "enc", NodeID: "n-1", Status: api.JobRunning, AssignmentID: "b-1:0:enc@n-1"},
+				{Name: "pkg", NodeID: "n-1", Status: api.JobFailed, Message: fakeJobMessage}}}}}
 }
 
 // logs answers the job's output in pieces; a follower gets a line that
@@ -186,6 +192,17 @@ func TestBrowserTokenFeedAndErrors(t *testing.T) {
 			t.Fatalf("logs queries %v: no follow of stderr with the default tail", got)
 		}
 		b.shot(t, "bundle-logs")
+	})
+
+	t.Run("the bundle page says why a job failed", func(t *testing.T) {
+		msg := `document.querySelector('[data-replica=primary] tr[data-job-message=pkg]')`
+		b.waitJS(t, "pkg's message, as text, under its row",
+			msg+`?.textContent === `+jsString(fakeJobMessage)+` && `+msg+`.previousElementSibling.dataset.job === 'pkg' && `+
+				`!document.querySelector('[data-replica=primary] tr[data-job-message=enc]')`)
+		if eval[bool](t, b, `window.__msgxss === 1 || document.querySelector('#bundle-page tr.job-message img') !== null`) {
+			t.Fatal("a job's message was rendered as HTML")
+		}
+		b.shot(t, "bundle-job-message")
 	})
 
 	t.Run("API errors are shown", func(t *testing.T) {

@@ -68,6 +68,7 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 	fmt.Fprintln(w, "\nJobs")
 	printJobSpecs(w, b.Jobs)
 	printReplicas(w, b)
+	printJobMessages(w, b.Replicas)
 	printDegradations(w, b.Degradations, now)
 	printExplain(w, b.Explain)
 	return nil
@@ -112,6 +113,29 @@ func printReplicas(w io.Writer, b *api.Bundle) {
 		}
 	}
 	_ = t.flush() // a failed terminal write has no one to report to
+}
+
+// printJobMessages gives each job's message from its worker (why it
+// failed) under the replicas, not as a column: one can run to 2 KiB, a
+// failure's last output lines included, each printed on its own line.
+func printJobMessages(w io.Writer, replicas []api.Replica) {
+	heading := "\nMessages"
+	for _, r := range replicas {
+		for _, j := range r.Jobs {
+			if j.Message == "" {
+				continue
+			}
+			if heading != "" {
+				fmt.Fprintln(w, heading)
+				heading = ""
+			}
+			lines := strings.Split(strings.TrimRight(j.Message, "\n"), "\n")
+			fmt.Fprintf(w, "replica %d job %s (%s): %s\n", r.Index, clean(j.Name), clean(orDash(j.Status)), clean(lines[0]))
+			for _, l := range lines[1:] {
+				fmt.Fprintf(w, "  %s\n", clean(l))
+			}
+		}
+	}
 }
 
 func printDegradations(w io.Writer, ds []api.Degradation, now time.Time) {

@@ -51,9 +51,10 @@ var tableCases = []tableCase{
 		{"LAUNCH", "encoder", "exec"}, {"LAUNCH", "packager", "none"}, {"RUNTIME", "encoder", "-"},
 		{"MEMORY", "encoder", "2048 MiB (limit 4096)"}, {"MEMORY", "packager", "-"},
 		{"NODE", "0", "w-1"}, {"CORES", "0", "0-3"}, {"GPU", "0", "0 (0.5)"}, {"STATUS", "0", "running"}, {"ROLE", "1", "backup"},
-		{"CORES", "1", "4-7,9"}, {"GPU", "1", "1 (exclusive)"},
+		{"CORES", "1", "4-7,9"}, {"GPU", "1", "1 (exclusive)"}, {"STATUS", "1", "failed"},
 		{"SINCE", "backupSameAz", "5m ago"}, {"MESSAGE", "backupSameAz", "backup shares az1 with the primary"},
-	}, []string{"Epoch       3", "Resilience  sameNode=forbid sameAz=forbid sameCloud=allow", "Tags        team=sports",
+	}, []string{"Epoch       3", "\nMessages\nreplica 1 job encoder (failed): image \"enc:v9\" is not on this node (amserver never pulls: build or load it here)\n",
+		"Resilience  sameNode=forbid sameAz=forbid sameCloud=allow", "Tags        team=sports",
 		"Placement   sameNodeDefault=false sameAz=soft", "created 5, modified 9"}},
 	{"node list", []string{"node", "list"}, []cellWant{
 		{"STATUS", "w-1", "ready"}, {"SCHEDULING", "w-1", "cordoned"}, {"AZ", "w-1", "az1"}, {"CLOUD", "w-1", "aws"},
@@ -330,5 +331,25 @@ func TestNodeStatusRequire(t *testing.T) {
 				t.Fatalf("exit %d, want %d; stderr %q, want %q", r.code, tt.code, r.stderr, tt.stderr)
 			}
 		})
+	}
+}
+
+// TestJobMessageLines: a message's output lines each get a line of their
+// own, indented under the job, a control character quoted; jobs without a
+// message print nothing, and a bundle with none no heading.
+func TestJobMessageLines(t *testing.T) {
+	reps := []api.Replica{{Index: 0, Jobs: []api.JobPlacement{
+		{Name: "quiet", Status: api.JobRunning},
+		{Name: "main", Status: api.JobFailed, Message: "main exited with code 2: first\n\x1b[31mred\n"}}}}
+	var out strings.Builder
+	printJobMessages(&out, reps)
+	want := "\nMessages\nreplica 0 job main (failed): main exited with code 2: first\n  \"\\x1b[31mred\"\n"
+	if out.String() != want {
+		t.Fatalf("got %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	printJobMessages(&out, []api.Replica{{Jobs: reps[0].Jobs[:1]}})
+	if out.Len() != 0 {
+		t.Fatalf("no messages printed %q", out.String())
 	}
 }

@@ -199,7 +199,8 @@ func sampleBundle() api.Bundle {
 				{Name: "encoder", NodeID: "w-1", Cores: []int{0, 1, 2, 3}, GPU: &api.GPUShare{Index: 0, Capacity: 0.5}, Status: api.JobRunning},
 				{Name: "packager", NodeID: "w-1", Status: api.JobRunning}}},
 			{Index: 1, Role: api.RoleBackup, State: api.StatePlaced, Jobs: []api.JobPlacement{
-				{Name: "encoder", NodeID: "w-2", Cores: []int{4, 5, 6, 7, 9}, GPUs: []int{1}, Status: api.JobAssigned},
+				{Name: "encoder", NodeID: "w-2", Cores: []int{4, 5, 6, 7, 9}, GPUs: []int{1}, Status: api.JobFailed,
+					Message: `image "enc:v9" is not on this node (amserver never pulls: build or load it here)`},
 				{Name: "packager", NodeID: "w-2", Status: api.JobRunning}}},
 		},
 		Degradations: []api.Degradation{{Code: "backupSameAz", Message: "backup shares az1 with the primary",

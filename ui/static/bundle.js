@@ -1,7 +1,8 @@
 // One bundle: its replicas and where each job runs (node, AZ, cores, GPU,
-// status), why it is degraded or unplaceable (its degradations and the
-// placer's explanation), its tags, a delete action, and the logs of a
-// chosen job (logs.js). It follows the bundle with a blocking query.
+// status, the worker's message), why it is degraded or unplaceable (its
+// degradations and the placer's explanation), its tags, a delete action,
+// and the logs of a chosen job (logs.js). It follows the bundle with a
+// blocking query.
 import { api, attempt, h, badge, chip, num, ago, idLink, statusKind, confirmAction, watch, withQuery } from './app.js';
 import { logsPanel } from './logs.js';
 
@@ -30,6 +31,14 @@ function exitText(j) {
   return `${j.status} ${j.exitCode}` + (j.attempts ? ` (${j.attempts} restart${j.attempts > 1 ? 's' : ''})` : '');
 }
 
+// messageRow is what the job's worker said with its status (why it
+// failed), under the job across the table: it can run to many lines.
+function messageRow(j) {
+  if (!j.message) return null;
+  return h('tr', { class: 'job-message', data: { jobMessage: j.name } },
+    h('td', { colspan: 7 }, h('pre', { class: 'job-message' }, j.message)));
+}
+
 function replicaTable(b, replica, azOf) {
   const jobs = new Map((b.jobs || []).map((j) => [j.name, j]));
   const label = replica.role === 'replica' ? `Replica ${replica.index}`
@@ -39,12 +48,12 @@ function replicaTable(b, replica, azOf) {
       replica.epoch ? h('span', { class: 'muted' }, ` epoch ${replica.epoch}`) : ''),
     h('table', {},
       h('thead', {}, h('tr', {}, ['Job', 'Needs', 'Node', 'AZ', 'Cores', 'GPU', 'Status'].map((c) => h('th', {}, c)))),
-      h('tbody', {}, replica.jobs.map((j) => h('tr', { data: { job: j.name } },
+      h('tbody', {}, replica.jobs.map((j) => [h('tr', { data: { job: j.name } },
         h('td', { class: 'mono' }, j.name), h('td', { class: 'small' }, needs(jobs.get(j.name))),
         h('td', {}, j.nodeId ? idLink('nodes', j.nodeId) : '–'), h('td', {}, azOf[j.nodeId] || '–'),
         h('td', { class: 'mono' }, j.cores && j.cores.length ? j.cores.join(',') : '–'),
         h('td', { class: 'mono' }, gpuText(j)),
-        h('td', {}, j.status ? badge(exitText(j), statusKind(j.status)) : '–'))))));
+        h('td', {}, j.status ? badge(exitText(j), statusKind(j.status)) : '–')), messageRow(j)]))));
 }
 
 function explainBlock(ex) {
