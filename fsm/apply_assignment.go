@@ -50,22 +50,25 @@ func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, e
 	return nil, nil
 }
 
-// jobReport mirrors a report into the bundle's job status and message when
-// the assignment is the job's current placement.
+// jobReport mirrors a report into the bundle's job status when the
+// assignment is the job's current placement, and its message with it. A
+// report that changes only the message changes nothing: servers from
+// before the message was mirrored write the same rows then, and during a
+// rolling upgrade the two differ in the message alone, which the digest
+// leaves out (digest.go).
 func (t *tx) jobReport(a *Assignment, status, message string) {
 	b := t.Bundle(a.BundleID)
 	if b == nil {
 		return
 	}
 	job := b.slotJob(a.Replica, a.Job)
-	if job == nil || job.NodeID != a.NodeID || job.Status == status && job.Message == message {
+	if job == nil || job.NodeID != a.NodeID || job.Status == status {
 		return
 	}
-	moved := job.Status != status
 	cp := cloneBundle(b)
 	job = cp.slotJob(a.Replica, a.Job)
 	job.Status, job.Message = status, message
-	if moved && status == JobRunning && cp.Rolling {
+	if status == JobRunning && cp.Rolling {
 		t.advanceRollout(cp) // a replica runs (again): the next may go
 	}
 	t.putBundle(cp)

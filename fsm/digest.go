@@ -23,10 +23,36 @@ var laterTables = map[string]bool{tableTemplates: true, tableBlobs: true, tableC
 func nextHashed(it rowstore.ResultIterator) any {
 	for {
 		raw := it.Next()
+		if b, ok := raw.(*Bundle); ok {
+			return withoutMessages(b)
+		}
 		if cs, ok := raw.(*CapScope); !ok || cs.Caps != (ledger.PoolCaps{}) {
 			return raw
 		}
 	}
+}
+
+// withoutMessages is b with its jobs' messages left out. A message is the
+// worker's words, mirrored for display only by servers that know the
+// field: during a rolling upgrade an older server applies the same report
+// without it, and servers at the same index must still agree.
+func withoutMessages(b *Bundle) *Bundle {
+	has := false
+	for _, r := range b.Replicas {
+		for _, j := range r.Jobs {
+			has = has || j.Message != ""
+		}
+	}
+	if !has {
+		return b
+	}
+	cp := cloneBundle(b)
+	for i := range cp.Replicas {
+		for k := range cp.Replicas[i].Jobs {
+			cp.Replicas[i].Jobs[k].Message = ""
+		}
+	}
+	return cp
 }
 
 // Digest is a SHA-256 over every table's rows in index order. Replicas that

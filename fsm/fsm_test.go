@@ -154,7 +154,13 @@ func TestJobReportMirrorsMessage(t *testing.T) {
 		}
 	}
 	fail(`image "x:v9" is not on this node`)
-	fail("exec: no such file")
+	// The same status with another message changes nothing, as on a
+	// server from before messages were mirrored (rolling upgrades).
+	before := h.fsm.State().Bundle("b1").ModifyIndex
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobFailed, Message: "exec: no such file"})
+	if j := job(); j.Message != `image "x:v9" is not on this node` || h.fsm.State().Bundle("b1").ModifyIndex != before {
+		t.Fatalf("a report of the same status rewrote the job: %+v", j)
+	}
 	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobRunning})
 	if j := job(); j.Status != JobRunning || j.Message != "" {
 		t.Fatalf("a running report without a message must clear it: %+v", j)
@@ -389,5 +395,46 @@ func TestNodeDrainedEventWhenLastJobLeaves(t *testing.T) {
 	}
 	if drained != 1 {
 		t.Fatalf("want one nodeDrained event for n1, got %d", drained)
+	}
+}
+
+// TestDigestLeavesOutJobMessages: a server from before messages were
+// mirrored applies the same report and keeps the message on the
+// assignment only; at the same index both must report the same digest,
+// while a different status still changes it.
+func TestDigestLeavesOutJobMessages(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 4000, 4))
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: testBundle("b1", "p", testJob("enc", 1000, 1))})
+	h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{h.placeAll("b1", 0, "n1")}})
+	id := h.fsm.State().NodeAssignments("n1")[0].ID
+	h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: JobFailed, Message: `image "x" is not on this node`})
+	digest := func() string {
+		d, err := h.fsm.State().Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	rewrite := func(edit func(j *JobPlacement)) {
+		cp := cloneBundle(h.fsm.State().Bundle("b1"))
+		edit(&cp.Replicas[0].Jobs[0])
+		txn := h.fsm.db.Txn(true)
+		if err := txn.Insert(tableBundles, cp); err != nil {
+			t.Fatal(err)
+		}
+		txn.Commit()
+	}
+	if h.fsm.State().Bundle("b1").Replicas[0].Jobs[0].Message == "" {
+		t.Fatal("the failed job did not keep its message")
+	}
+	newer := digest()
+	rewrite(func(j *JobPlacement) { j.Message = "" }) // the older server's row
+	if older := digest(); older != newer {
+		t.Fatal("a job's message changed the digest")
+	}
+	rewrite(func(j *JobPlacement) { j.Status = JobRunning })
+	if digest() == newer {
+		t.Fatal("the job's status did not change the digest")
 	}
 }
