@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -42,15 +44,9 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 		return err
 	}
 	defer closeStream()
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	defer cancel()
-	go func() {
-		select {
-		case <-s.stopping:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, cancel := context.WithCancelCause(c.Request().Context())
+	defer cancel(nil)
+	go s.abandonLogs(ctx, a.NodeID, cancel)
 	u := base + "/v1/assignments/" + url.PathEscape(id) + "/logs?" + opts.Values().Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -60,6 +56,9 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 		req.Header.Set(api.HeaderToken, tok)
 	}
 	resp, err := s.fwd.Do(req)
+	if cause := context.Cause(ctx); errors.Is(cause, errWorkerGone) {
+		return workerUnreachable(http.StatusServiceUnavailable, "node %q stopped answering: %v", a.NodeID, cause)
+	}
 	if err != nil {
 		return workerUnreachable(http.StatusBadGateway, "node %q does not answer: %v", a.NodeID, err)
 	}
@@ -69,6 +68,42 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	}
 	setIndex(c, st.Index(tableAssignments))
 	return streamText(c, resp.Body)
+}
+
+// errWorkerGone ends a log request whose worker gossip reports dead or
+// gone.
+var errWorkerGone = errors.New("its worker is gone from gossip")
+
+// abandonLogs cancels a log request when this server stops, or once the
+// node's worker is no longer alive in gossip: a stopped worker (SIGSTOP, a
+// frozen VM) keeps its connection open, and the request, a follow above
+// all, waited for it however long; gossip declares it dead within seconds.
+func (s *Server) abandonLogs(ctx context.Context, node string, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(leaderCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			cancel(nil)
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		// Suspect is not enough: a suspicion that clears would have cut a
+		// healthy stream.
+		if m, ok := s.b.Member(node); !ok || m.Status == gossip.StatusDead || m.Status == gossip.StatusLeft {
+			cancel(fmt.Errorf("%w (gossip says %s)", errWorkerGone, memberStatus(m, ok)))
+			return
+		}
+	}
+}
+
+func memberStatus(m gossip.Member, known bool) string {
+	if !known {
+		return "unknown"
+	}
+	return string(m.Status)
 }
 
 // workerHTTP is the log address a node's worker publishes in gossip.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
@@ -229,4 +230,59 @@ func TestServiceConvertsRequirements(t *testing.T) {
 	if out.Requirements != in.Requirements || out.Lifecycle != api.ServiceLifecycleLazy || len(out.Constraints) != 1 {
 		t.Fatalf("api form %+v", out)
 	}
+}
+
+// TestAssignmentLogsEndWhenTheWorkerGoes: a worker that stopped (SIGSTOP)
+// keeps its connection open; once gossip reports it dead (or left), a log
+// request that has no answer yet fails with workerUnreachable and a follow
+// stream ends, instead of waiting for it. A suspicion alone cuts nothing.
+func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
+	release := make(chan struct{})
+	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer frozen.Close()
+	defer close(release)
+	e := badInputEnv(t)
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", frozen.URL, gossip.StatusAlive)} })
+	answered := make(chan error, 1)
+	go func() {
+		_, err := e.c.AssignmentLogs(ctx(t), "b1:0:enc@n1", api.LogOptions{Tail: 10})
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		t.Fatalf("answered %v while its worker was frozen and alive", err)
+	case <-time.After(2 * leaderCheckEvery):
+	}
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", frozen.URL, gossip.StatusDead)} })
+	if err := <-answered; !api.IsCode(err, api.CodeWorkerUnreachable) || !strings.Contains(err.Error(), "dead") {
+		t.Fatalf("after the worker died: %v, want workerUnreachable saying so", err)
+	}
+
+	fw := newFakeWorker(t)
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)} })
+	body, err := e.c.AssignmentLogs(ctx(t), "b1:0:enc@n1", api.LogOptions{Follow: true, Tail: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = body.Close() }()
+	lines := bufio.NewReader(body)
+	if _, err := lines.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusSuspect)} })
+	select {
+	case <-fw.left:
+		t.Fatal("a suspicion ended the follow")
+	case <-time.After(2 * leaderCheckEvery):
+	}
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusLeft)} })
+	if l, err := lines.ReadString('\n'); err == nil {
+		t.Fatalf("the follow went on after its worker left: %q", l)
+	}
+	<-fw.left
 }
