@@ -268,21 +268,31 @@ func TestForwardToWrongServerRefused(t *testing.T) {
 	}
 }
 
+// frozenServer answers nothing until its caller leaves: a process that
+// was stopped (SIGSTOP), its connections open.
+func frozenServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() {
+		close(release)
+		hs.Close()
+	})
+	return hs
+}
+
 // TestForwardEndsWhenTheLeaderChanges: a leader that stopped (SIGSTOP)
 // keeps the forwarded request's connection open; once this server follows
 // another leader the forward ends, a read with noLeader (ask again) and a
 // write with outcomeUnknown (the old leader may have appended it), instead
 // of waiting for the stopped one to resume.
 func TestForwardEndsWhenTheLeaderChanges(t *testing.T) {
-	release := make(chan struct{})
-	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer frozen.Close()
-	defer close(release)
+	frozen := frozenServer(t)
 	for _, tc := range []struct {
 		method, path, body, code string
 	}{

@@ -237,15 +237,7 @@ func TestServiceConvertsRequirements(t *testing.T) {
 // request that has no answer yet fails with workerUnreachable and a follow
 // stream ends, instead of waiting for it. A suspicion alone cuts nothing.
 func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
-	release := make(chan struct{})
-	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer frozen.Close()
-	defer close(release)
+	frozen := frozenServer(t)
 	e := badInputEnv(t)
 	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", frozen.URL, gossip.StatusAlive)} })
 	answered := make(chan error, 1)
