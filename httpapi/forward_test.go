@@ -269,11 +269,13 @@ func TestForwardToWrongServerRefused(t *testing.T) {
 }
 
 // frozenServer answers nothing until its caller leaves: a process that
-// was stopped (SIGSTOP), its connections open.
-func frozenServer(t *testing.T) *httptest.Server {
+// was stopped (SIGSTOP), its connections open. arrived gets a value for
+// each request it holds.
+func frozenServer(t *testing.T) (hs *httptest.Server, arrived <-chan struct{}) {
 	t.Helper()
-	release := make(chan struct{})
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	release, in := make(chan struct{}), make(chan struct{}, 16)
+	hs = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -283,7 +285,7 @@ func frozenServer(t *testing.T) *httptest.Server {
 		close(release)
 		hs.Close()
 	})
-	return hs
+	return hs, in
 }
 
 // TestForwardEndsWhenTheLeaderChanges: a leader that stopped (SIGSTOP)
@@ -292,7 +294,7 @@ func frozenServer(t *testing.T) *httptest.Server {
 // write with outcomeUnknown (the old leader may have appended it), instead
 // of waiting for the stopped one to resume.
 func TestForwardEndsWhenTheLeaderChanges(t *testing.T) {
-	frozen := frozenServer(t)
+	frozen, arrived := frozenServer(t)
 	for _, tc := range []struct {
 		method, path, body, code string
 	}{
@@ -311,7 +313,7 @@ func TestForwardEndsWhenTheLeaderChanges(t *testing.T) {
 		select {
 		case resp := <-answered:
 			t.Fatalf("%s %s answered %d %s while its leader was frozen", tc.method, tc.path, resp.StatusCode, raw)
-		case <-time.After(2 * leaderCheckEvery): // the forward is waiting on the frozen leader
+		case <-arrived: // the forward reached the frozen leader and waits on it
 		}
 		f.b.setFollower(raftstore.LeaderInfo{ID: "s3", HTTPAddr: "http://s3.invalid"}, 0)
 		resp := <-answered // without the change's effect, waits until the test times out

@@ -237,7 +237,7 @@ func TestServiceConvertsRequirements(t *testing.T) {
 // request that has no answer yet fails with workerUnreachable and a follow
 // stream ends, instead of waiting for it. A suspicion alone cuts nothing.
 func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
-	frozen := frozenServer(t)
+	frozen, arrived := frozenServer(t)
 	e := badInputEnv(t)
 	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", frozen.URL, gossip.StatusAlive)} })
 	answered := make(chan error, 1)
@@ -248,7 +248,7 @@ func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
 	select {
 	case err := <-answered:
 		t.Fatalf("answered %v while its worker was frozen and alive", err)
-	case <-time.After(2 * leaderCheckEvery):
+	case <-arrived: // the request reached the frozen worker and waits on it
 	}
 	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", frozen.URL, gossip.StatusDead)} })
 	if err := <-answered; !api.IsCode(err, api.CodeWorkerUnreachable) || !strings.Contains(err.Error(), "dead") {
