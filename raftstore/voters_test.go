@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/internal/poll"
 )
 
 // leadingStore is a one-voter in-memory store that leads, with s2 a
@@ -27,11 +28,9 @@ func leadingStore(t *testing.T) *Store {
 	if err := s.Bootstrap(map[string]string{"s1": "s1"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !s.IsLeader(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the one server never led")
-		}
-	}
+	poll.Eventually(t, 10*time.Second, "the one server to lead", func() error {
+		return poll.Check(s.IsLeader(), "not the leader yet")
+	})
 	if err := s.Raft().AddNonvoter("s2", "s2", 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
