@@ -50,7 +50,7 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	defer cancel(nil)
-	go s.abandonOnLeaderChange(ctx, leader.ID, cancel)
+	go cancelWhenGone(ctx, nil, cancel, s.leaderChanged(leader.ID))
 	out, err := http.NewRequestWithContext(ctx, req.Method, target, body)
 	if err != nil {
 		return fmt.Errorf("forward to leader %s: %w", leader.ID, err)
@@ -80,31 +80,45 @@ func (s *Server) forward(c echo.Context, write bool) (err error) {
 // follows.
 var errLeaderChanged = errors.New("the leader changed")
 
-// leaderCheckEvery is how often a forward in flight checks that its
-// leader still leads.
-const leaderCheckEvery = 250 * time.Millisecond
+// peerCheckEvery is how often a forward or a log request in flight checks
+// that the server or worker it waits on is still the one to ask.
+const peerCheckEvery = 250 * time.Millisecond
 
-// abandonOnLeaderChange cancels a forward once this server follows
-// another leader. A leader that stopped (SIGSTOP, a frozen VM)
-// keeps its connections open: the forward waited for it to resume,
-// however long, while a new leader answered everything else within a
-// second. Streams and long polls to it end too, and their clients
-// reconnect to the new leader.
-func (s *Server) abandonOnLeaderChange(ctx context.Context, leader string, cancel context.CancelCauseFunc) {
-	tick := time.NewTicker(leaderCheckEvery)
+// cancelWhenGone cancels a request to a peer once gone reports an error
+// (its cause), or, with nil, once stop closes; it returns when ctx ends. A
+// peer that stopped (SIGSTOP, a frozen VM) keeps its connections open, and
+// requests to it waited for it however long while the cluster had moved
+// on: a new leader answering within a second, gossip declaring a worker
+// dead within seconds. Streams and long polls end too, and their clients
+// ask again.
+func cancelWhenGone(ctx context.Context, stop <-chan struct{}, cancel context.CancelCauseFunc, gone func() error) {
+	tick := time.NewTicker(peerCheckEvery)
 	defer tick.Stop()
 	for {
 		select {
+		case <-stop:
+			cancel(nil)
+			return
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		// Only another leader ends it: while none is known, the one
-		// asked may still answer.
-		if l, ok := s.b.Leader(); ok && l.ID != leader {
-			cancel(errLeaderChanged)
+		if err := gone(); err != nil {
+			cancel(err)
 			return
 		}
+	}
+}
+
+// leaderChanged is errLeaderChanged once this server follows a leader
+// other than the one a forward went to; while none is known, the one asked
+// may still answer.
+func (s *Server) leaderChanged(leader string) func() error {
+	return func() error {
+		if l, ok := s.b.Leader(); ok && l.ID != leader {
+			return errLeaderChanged
+		}
+		return nil
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -46,7 +45,7 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	defer closeStream()
 	ctx, cancel := context.WithCancelCause(c.Request().Context())
 	defer cancel(nil)
-	go s.abandonLogs(ctx, a.NodeID, cancel)
+	go cancelWhenGone(ctx, s.stopping, cancel, s.workerGone(a.NodeID))
 	u := base + "/v1/assignments/" + url.PathEscape(id) + "/logs?" + opts.Values().Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -74,28 +73,15 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 // gone.
 var errWorkerGone = errors.New("its worker is gone from gossip")
 
-// abandonLogs cancels a log request when this server stops, or once the
-// node's worker is no longer alive in gossip: a stopped worker (SIGSTOP, a
-// frozen VM) keeps its connection open, and the request, a follow above
-// all, waited for it however long; gossip declares it dead within seconds.
-func (s *Server) abandonLogs(ctx context.Context, node string, cancel context.CancelCauseFunc) {
-	tick := time.NewTicker(leaderCheckEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-s.stopping:
-			cancel(nil)
-			return
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		// Suspect is not enough: a suspicion that clears would have cut a
-		// healthy stream.
+// workerGone is errWorkerGone once gossip reports node's worker dead or
+// gone. Suspect is not enough: a suspicion that clears would have cut a
+// healthy stream.
+func (s *Server) workerGone(node string) func() error {
+	return func() error {
 		if m, ok := s.b.Member(node); !ok || m.Status == gossip.StatusDead || m.Status == gossip.StatusLeft {
-			cancel(fmt.Errorf("%w (gossip says %s)", errWorkerGone, memberStatus(m, ok)))
-			return
+			return fmt.Errorf("%w (gossip says %s)", errWorkerGone, memberStatus(m, ok))
 		}
+		return nil
 	}
 }
 

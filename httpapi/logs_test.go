@@ -270,7 +270,7 @@ func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
 	select {
 	case <-fw.left:
 		t.Fatal("a suspicion ended the follow")
-	case <-time.After(2 * leaderCheckEvery):
+	case <-time.After(2 * peerCheckEvery):
 	}
 	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusLeft)} })
 	if l, err := lines.ReadString('\n'); err == nil {
