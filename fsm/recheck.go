@@ -109,7 +109,7 @@ func checkTier(t *tx, b *Bundle, job *Job, n *Node, _ ledger.Grant) error {
 // checkTaints: the job tolerates every taint of the node.
 func checkTaints(_ *tx, b *Bundle, job *Job, n *Node, _ ledger.Grant) error {
 	for _, taint := range n.Taints {
-		if !slices.Contains(job.Tolerations, taint) {
+		if !slices.Contains(job.Tolerations(), taint) {
 			return recheckf("taints", "bundle %s job %s: node %s has taint %q, which the job does not tolerate", b.ID(), job.Name, n.ID, taint)
 		}
 	}
@@ -123,7 +123,7 @@ func checkConstraints(t *tx, b *Bundle, job *Job, n *Node, _ ledger.Grant) error
 	if t.eval == nil {
 		return nil
 	}
-	for _, expr := range job.Constraints {
+	for _, expr := range job.Constraints() {
 		ok, err := safeEval(t.eval, expr, n)
 		switch {
 		case err != nil:

@@ -63,7 +63,7 @@ func recheckCases() []recheckCase {
 		n.Taints = []string{"gpu-only"}
 		h.ok(RegisterNodeType, &RegisterNodeRequest{Node: n})
 	}
-	constrained := twoJobs(func(a, _ *Job) { a.Constraints = []string{"label:az=az2"} })
+	constrained := twoJobs(func(a, _ *Job) { a.EditRules().Constraints = []string{"label:az=az2"} })
 	forbidAz := twoJobs(nil)
 	forbidAz.Resilience = &Resilience{SameNode: Forbid, SameAz: Forbid, SameCloud: Allow}
 	degraded := upd("x", jobOn(0, "a", "n1"), jobOn(0, "b", "n1"), jobOn(1, "a", "n3"), jobOn(1, "b", "n3"))
@@ -72,13 +72,13 @@ func recheckCases() []recheckCase {
 		{"taint not tolerated", taint, twoJobs(nil),
 			upd("x", jobOn(0, "a", "n1"), jobOn(0, "b", "n2")), "taints",
 			upd("x", jobOn(0, "a", "n2"), jobOn(0, "b", "n3"))},
-		{"taint tolerated", taint, twoJobs(func(a, _ *Job) { a.Tolerations = []string{"gpu-only"} }),
+		{"taint tolerated", taint, twoJobs(func(a, _ *Job) { a.EditRules().Tolerations = []string{"gpu-only"} }),
 			upd("x", jobOn(0, "a", "n2"), jobOn(0, "b", "n1")), "taints",
 			upd("x", jobOn(0, "a", "n1"), jobOn(0, "b", "n2"))},
 		{"constraint false", nil, constrained,
 			upd("x", jobOn(0, "a", "n1"), jobOn(0, "b", "n1")), "constraints",
 			upd("x", jobOn(0, "a", "n2"), jobOn(0, "b", "n1"))},
-		{"constraint fails to evaluate", nil, twoJobs(func(a, _ *Job) { a.Constraints = []string{"fail"} }),
+		{"constraint fails to evaluate", nil, twoJobs(func(a, _ *Job) { a.EditRules().Constraints = []string{"fail"} }),
 			upd("x", jobOn(0, "a", "n2"), jobOn(0, "b", "n1")), "constraints",
 			upd("x", jobOn(0, "b", "n1"))},
 		{"cloud in no tier", nil, twoJobs(nil),

@@ -40,7 +40,7 @@ func TestPropertyReplaceInPlace(t *testing.T) {
 			case 4:
 				j.Requirements.Capacity += 500
 			case 5:
-				j.Tolerations = []string{"t"}
+				j.EditRules().Tolerations = []string{"t"}
 			case 6:
 				j.Launch.Job = &LegacyJob{Driver: "none"} // another runtime: a placement rule
 			}
@@ -50,7 +50,7 @@ func TestPropertyReplaceInPlace(t *testing.T) {
 		inPlace, relaunch := true, false
 		for i, j := range next.Jobs {
 			o := old.Spec.Jobs[i]
-			if j.Requirements.Capacity != o.Requirements.Capacity || len(j.Tolerations) != len(o.Tolerations) ||
+			if j.Requirements.Capacity != o.Requirements.Capacity || len(j.Tolerations()) != len(o.Tolerations()) ||
 				j.Launch.Job.Driver != o.Launch.Job.Driver {
 				inPlace = false
 			}

@@ -20,7 +20,10 @@ import (
 // that earlier servers stored as a struct value: the current layout writes
 // both alike (a nil pointer is an omitted field), and the v1 layout, which
 // wrote the value inline without a presence byte, is read back into a new
-// struct.
+// struct. `row:"inline"` on an embedded pointer to a struct numbers that
+// struct's fields among the outer struct's own, as JSON and msgpack promote
+// them: the record is the one it was before the fields moved behind the
+// pointer (which a nil pointer leaves out and a decoded field allocates).
 //
 // The compiled code reads and writes fields through their offsets, which
 // reflection computed and checked against the field's type, so a row
@@ -48,6 +51,38 @@ type rowField struct {
 	dec   func(d *rowDec, p unsafe.Pointer)
 	decV1 func(d *rowDec, p unsafe.Pointer)
 	elem  *structCodec
+	via   *inlineVia // set for a field of an inline embedded struct
+}
+
+// inlineVia is the embedded pointer an inline field lives behind.
+type inlineVia struct {
+	off uintptr      // of the pointer in the outer struct
+	typ reflect.Type // the struct it points to
+}
+
+// at is the field's address in the struct at p, or nil when it lives
+// behind a nil inline pointer (so it is zero).
+func (f *rowField) at(p unsafe.Pointer) unsafe.Pointer {
+	if f.via == nil {
+		return unsafe.Add(p, f.off)
+	}
+	q := *(*unsafe.Pointer)(unsafe.Add(p, f.via.off))
+	if q == nil {
+		return nil
+	}
+	return unsafe.Add(q, f.off)
+}
+
+// into is at for a decoder: a nil inline pointer gets a new struct.
+func (f *rowField) into(p unsafe.Pointer) unsafe.Pointer {
+	if f.via == nil {
+		return unsafe.Add(p, f.off)
+	}
+	pp := (*unsafe.Pointer)(unsafe.Add(p, f.via.off))
+	if *pp == nil {
+		*pp = reflect.New(f.via.typ).UnsafePointer()
+	}
+	return unsafe.Add(*pp, f.off)
 }
 
 // structCodec is a struct's fields in number order, with a lookup by
@@ -58,6 +93,7 @@ type structCodec struct {
 	byNum  []*rowField
 	known  uint64 // bit N-1 set for each field number N
 	v1     []*rowField
+	inline []*inlineVia
 }
 
 type rowCompiler struct {
@@ -115,6 +151,15 @@ func (c *rowCompiler) structOf(t reflect.Type) (*structCodec, error) {
 	sc := &structCodec{typ: t}
 	c.structs[t] = sc // before the fields, so a recursive type finds itself
 	for sf := range t.Fields() {
+		if sf.Tag.Get("row") == "inline" {
+			fs, err := c.inlineFields(t, sf)
+			if err != nil {
+				return nil, err
+			}
+			sc.fields = append(sc.fields, fs...)
+			sc.inline = append(sc.inline, fs[0].via)
+			continue
+		}
 		f, err := c.field(t, sf)
 		if err != nil {
 			return nil, err
@@ -158,6 +203,31 @@ func (c *rowCompiler) field(t reflect.Type, sf reflect.StructField) (rowField, e
 	}
 	return rowField{name: sf.Name, num: num, bit: 1 << (num - 1), off: sf.Offset, kind: val.kind,
 		enc: val.enc, dec: val.dec, decV1: val.decV1, elem: val.elem}, nil
+}
+
+// inlineFields compiles the fields of an inline embedded struct pointer as
+// fields of t reached through it.
+func (c *rowCompiler) inlineFields(t reflect.Type, sf reflect.StructField) ([]rowField, error) {
+	if !sf.Anonymous || sf.Type.Kind() != reflect.Pointer || sf.Type.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("row codec: %s.%s: inline is for an embedded pointer to a struct", t, sf.Name)
+	}
+	via := &inlineVia{off: sf.Offset, typ: sf.Type.Elem()}
+	if via.typ.NumField() == 0 {
+		return nil, fmt.Errorf("row codec: %s.%s: an inline struct needs fields", t, sf.Name)
+	}
+	var out []rowField
+	for isf := range via.typ.Fields() {
+		if isf.Tag.Get("row") == "inline" {
+			return nil, fmt.Errorf("row codec: %s.%s: an inline struct cannot hold another", t, isf.Name)
+		}
+		f, err := c.field(via.typ, isf)
+		if err != nil {
+			return nil, err
+		}
+		f.via = via
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // layoutV1 resolves the positional order of the v1 layout, for the types

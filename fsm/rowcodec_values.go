@@ -262,7 +262,8 @@ func structSliceCodec(t reflect.Type, sc *structCodec) *valueCodec {
 func (sc *structCodec) enc(e *rowEnc, p unsafe.Pointer) {
 	var mask uint64
 	for i := range sc.fields {
-		if f := &sc.fields[i]; !isZero(f.kind, unsafe.Add(p, f.off)) {
+		f := &sc.fields[i]
+		if fp := f.at(p); fp != nil && !isZero(f.kind, fp) {
 			mask |= f.bit
 		}
 	}
@@ -272,7 +273,7 @@ func (sc *structCodec) enc(e *rowEnc, p unsafe.Pointer) {
 		if mask&f.bit == 0 {
 			continue
 		}
-		fp := unsafe.Add(p, f.off)
+		fp := f.at(p)
 		switch f.kind {
 		case kindString, kindName:
 			e.str(*(*string)(fp))
@@ -298,7 +299,7 @@ func (sc *structCodec) dec(d *rowDec, p unsafe.Pointer) {
 	}
 	for ; mask != 0 && d.err == nil; mask &= mask - 1 {
 		f := sc.byNum[bits.TrailingZeros64(mask)+1]
-		fp := unsafe.Add(p, f.off)
+		fp := f.into(p)
 		switch f.kind {
 		case kindString:
 			*(*string)(fp) = d.str()
@@ -320,6 +321,14 @@ func (sc *structCodec) dec(d *rowDec, p unsafe.Pointer) {
 // structs inline.
 func (sc *structCodec) decV1(d *rowDec, p unsafe.Pointer) {
 	for _, f := range sc.v1 {
-		f.decV1(d, unsafe.Add(p, f.off))
+		f.decV1(d, f.into(p))
+	}
+	// The positional layout writes zero values too: an inline struct that
+	// holds nothing goes back to nil, as the current layout leaves it.
+	for _, via := range sc.inline {
+		pp := (*unsafe.Pointer)(unsafe.Add(p, via.off))
+		if *pp != nil && reflect.NewAt(via.typ, *pp).Elem().IsZero() {
+			*pp = nil
+		}
 	}
 }

@@ -187,18 +187,61 @@ const (
 
 // Job is one member of a bundle.
 type Job struct {
-	Name         string              `json:"name" row:"1,intern"`
-	Requirements ledger.Request      `json:"requirements" row:"2"`
-	CoLocateWith []string            `json:"coLocateWith,omitempty" row:"3,intern"`
-	SeparateFrom []string            `json:"separateFrom,omitempty" row:"4,intern"`
-	Tolerations  []string            `json:"tolerations,omitempty" row:"5,intern"`
-	Constraints  []string            `json:"constraints,omitempty" row:"6"`
-	Affinities   []Affinity          `json:"affinities,omitempty" row:"7"`
-	Launch       Launch              `json:"launch" row:"8"`
-	Runtime      *RuntimeRequirement `json:"runtime,omitempty" row:"9"`
+	Name         string         `json:"name" row:"1,intern"`
+	Requirements ledger.Request `json:"requirements" row:"2"`
+	CoLocateWith []string       `json:"coLocateWith,omitempty" row:"3,intern"`
+	SeparateFrom []string       `json:"separateFrom,omitempty" row:"4,intern"`
+	// The node rules are behind a pointer because few jobs set any: a job
+	// is 320 bytes instead of 384 (12 MiB at 100k two-job bundles).
+	// Embedded, their fields keep their JSON, msgpack and row encodings;
+	// Job's methods of the same names shadow them, so no code reads
+	// through a nil pointer (EditRules sets them).
+	*NodeRules `row:"inline"`
+	Launch     Launch              `json:"launch" row:"8"`
+	Runtime    *RuntimeRequirement `json:"runtime,omitempty" row:"9"`
 	// Priority is the job's own band ("" = the bundle's); row 20 leaves
 	// 10..19 to the memory fields.
 	Priority string `json:"priority,omitempty" row:"20,intern"`
+}
+
+// NodeRules say which nodes a job may run on and which it prefers
+// (DESIGN §3): the taints it tolerates, its constraints and affinities.
+type NodeRules struct {
+	Tolerations []string   `json:"tolerations,omitempty" row:"5,intern"`
+	Constraints []string   `json:"constraints,omitempty" row:"6"`
+	Affinities  []Affinity `json:"affinities,omitempty" row:"7"`
+}
+
+// EditRules returns the job's node rules to change, giving it some first.
+func (j *Job) EditRules() *NodeRules {
+	if j.NodeRules == nil {
+		j.NodeRules = &NodeRules{}
+	}
+	return j.NodeRules
+}
+
+// Tolerations are the node taints the job may run beside.
+func (j *Job) Tolerations() []string {
+	if j.NodeRules == nil {
+		return nil
+	}
+	return j.NodeRules.Tolerations
+}
+
+// Constraints are the CEL expressions a node must satisfy.
+func (j *Job) Constraints() []string {
+	if j.NodeRules == nil {
+		return nil
+	}
+	return j.NodeRules.Constraints
+}
+
+// Affinities are the weighted CEL preferences among nodes.
+func (j *Job) Affinities() []Affinity {
+	if j.NodeRules == nil {
+		return nil
+	}
+	return j.NodeRules.Affinities
 }
 
 // BundleSpec is everything a user submits; it is what identical-retry and

@@ -331,16 +331,16 @@ func checkJobFields(c *collector, j *Job) {
 	if !oneOf(j.Priority, "", PriorityGold, PrioritySilver, PriorityBronze) {
 		bad("priority %q must be gold, silver or bronze", j.Priority)
 	}
-	if slices.Contains(j.Tolerations, "") {
+	if slices.Contains(j.Tolerations(), "") {
 		bad("tolerations must not be empty strings")
 	}
-	if len(j.Constraints) > maxExprs {
-		bad("%d constraints, at most %d allowed", len(j.Constraints), maxExprs)
+	if len(j.Constraints()) > maxExprs {
+		bad("%d constraints, at most %d allowed", len(j.Constraints()), maxExprs)
 	}
-	if len(j.Affinities) > maxExprs {
-		bad("%d affinities, at most %d allowed", len(j.Affinities), maxExprs)
+	if len(j.Affinities()) > maxExprs {
+		bad("%d affinities, at most %d allowed", len(j.Affinities()), maxExprs)
 	}
-	for _, a := range j.Affinities {
+	for _, a := range j.Affinities() {
 		if a.Weight < -maxAffinityWeight || a.Weight > maxAffinityWeight {
 			bad("affinity weight %d must be within -%d..%d", a.Weight, maxAffinityWeight, maxAffinityWeight)
 		}
@@ -351,13 +351,13 @@ func checkJobFields(c *collector, j *Job) {
 
 func (v *jobValidator) checkExpressions(j *Job) {
 	// Over-long lists are already an error; compiling them would only cost time.
-	if len(j.Constraints) <= maxExprs {
-		for i, e := range j.Constraints {
+	if len(j.Constraints()) <= maxExprs {
+		for i, e := range j.Constraints() {
 			v.checkExpression(j.Name, fmt.Sprintf("constraint %d", i), e)
 		}
 	}
-	if len(j.Affinities) <= maxExprs {
-		for i, a := range j.Affinities {
+	if len(j.Affinities()) <= maxExprs {
+		for i, a := range j.Affinities() {
 			v.checkExpression(j.Name, fmt.Sprintf("affinity %d", i), a.Expression)
 		}
 	}

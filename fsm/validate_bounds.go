@@ -122,7 +122,7 @@ func checkJobBounds(c *collector, j *Job) {
 	code, msg := firstProblem(
 		func() (string, string) { return listLimit("coLocateWith", j.CoLocateWith, maxJobs, maxKeyLen) },
 		func() (string, string) { return listLimit("separateFrom", j.SeparateFrom, maxJobs, maxKeyLen) },
-		func() (string, string) { return listLimit("tolerations", j.Tolerations, maxListLen, maxTagKeyLen) },
+		func() (string, string) { return listLimit("tolerations", j.Tolerations(), maxListLen, maxTagKeyLen) },
 		func() (string, string) { return requestLimit(j.Requirements) },
 		func() (string, string) { return launchLimit(j.Launch) },
 	)

@@ -72,11 +72,11 @@ func tagAndListBounds() map[string]boundEdit {
 		"65 coLocateWith":         {CodeLimitExceeded, func(s *BundleSpec) { a(s).CoLocateWith = repeat("b", 65) }},
 		"64 separateFrom":         {"", func(s *BundleSpec) { a(s).SeparateFrom = repeat("b", 64) }},
 		"65 separateFrom":         {CodeLimitExceeded, func(s *BundleSpec) { a(s).SeparateFrom = repeat("b", 65) }},
-		"64 tolerations":          {"", func(s *BundleSpec) { a(s).Tolerations = names("t", 64) }},
-		"65 tolerations":          {CodeLimitExceeded, func(s *BundleSpec) { a(s).Tolerations = names("t", 65) }},
-		"toleration of 128 bytes": {"", func(s *BundleSpec) { a(s).Tolerations = []string{strings.Repeat("t", 128)} }},
-		"toleration of 129 bytes": {CodeLimitExceeded, func(s *BundleSpec) { a(s).Tolerations = []string{strings.Repeat("t", 129)} }},
-		"toleration with bidi":    {CodeInvalidText, func(s *BundleSpec) { a(s).Tolerations = []string{"gpu\u202B"} }},
+		"64 tolerations":          {"", func(s *BundleSpec) { a(s).EditRules().Tolerations = names("t", 64) }},
+		"65 tolerations":          {CodeLimitExceeded, func(s *BundleSpec) { a(s).EditRules().Tolerations = names("t", 65) }},
+		"toleration of 128 bytes": {"", func(s *BundleSpec) { a(s).EditRules().Tolerations = []string{strings.Repeat("t", 128)} }},
+		"toleration of 129 bytes": {CodeLimitExceeded, func(s *BundleSpec) { a(s).EditRules().Tolerations = []string{strings.Repeat("t", 129)} }},
+		"toleration with bidi":    {CodeInvalidText, func(s *BundleSpec) { a(s).EditRules().Tolerations = []string{"gpu\u202B"} }},
 	}
 }
 
@@ -127,10 +127,10 @@ func requestAndLaunchBounds() map[string]boundEdit {
 		"env value of 4 KiB":     {"", func(s *BundleSpec) { a(s).Launch.Env = strMap(1, 128, 4096) }},
 		"env value over 4 KiB":   {CodeLimitExceeded, func(s *BundleSpec) { a(s).Launch.Env = strMap(1, 0, 4097) }},
 		"env value with newline": {"", func(s *BundleSpec) { a(s).Launch.Env = map[string]string{"CERT": "a\nb"} }},
-		"32 constraints":         {"", func(s *BundleSpec) { a(s).Constraints = repeat("true", 32) }},
-		"33 constraints":         {CodeInvalidRequirement, func(s *BundleSpec) { a(s).Constraints = repeat("true", 33) }},
-		"constraint of 1 KiB":    {"", func(s *BundleSpec) { a(s).Constraints = []string{strings.Repeat(" ", 1020) + "true"} }},
-		"constraint over 1 KiB":  {CodeInvalidExpression, func(s *BundleSpec) { a(s).Constraints = []string{strings.Repeat(" ", 1021) + "true"} }},
+		"32 constraints":         {"", func(s *BundleSpec) { a(s).EditRules().Constraints = repeat("true", 32) }},
+		"33 constraints":         {CodeInvalidRequirement, func(s *BundleSpec) { a(s).EditRules().Constraints = repeat("true", 33) }},
+		"constraint of 1 KiB":    {"", func(s *BundleSpec) { a(s).EditRules().Constraints = []string{strings.Repeat(" ", 1020) + "true"} }},
+		"constraint over 1 KiB":  {CodeInvalidExpression, func(s *BundleSpec) { a(s).EditRules().Constraints = []string{strings.Repeat(" ", 1021) + "true"} }},
 	}
 }
 

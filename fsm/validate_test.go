@@ -114,8 +114,8 @@ func valSpec() *BundleSpec {
 		Jobs: []Job{
 			{Name: "enc", Requirements: ledger.Request{Capacity: 2000, Cores: 2, GPUCapacity: 500, GPUModel: "a100",
 				Capabilities: []ledger.CapabilityRequest{{Name: "st2110", Count: 1, AttributeMatches: map[string]string{"vendor": "mellanox"}}}},
-				Constraints: []string{`node.labels.az == "aws-a"`}, Affinities: []Affinity{{Expression: `node.id == "n1"`, Weight: -100}},
-				Tolerations: []string{"gpu"}, Launch: Launch{Driver: DriverExec, Command: []string{"/bin/enc"}}},
+				NodeRules: &NodeRules{Constraints: []string{`node.labels.az == "aws-a"`}, Affinities: []Affinity{{Expression: `node.id == "n1"`, Weight: -100}},
+					Tolerations: []string{"gpu"}}, Launch: Launch{Driver: DriverExec, Command: []string{"/bin/enc"}}},
 			{Name: "pkg", Requirements: ledger.Request{Capacity: 500}, CoLocateWith: []string{"enc"}},
 			{Name: "mon", Requirements: ledger.Request{Capacity: 100}, SeparateFrom: []string{"enc"}},
 			{Name: "side"},
@@ -178,10 +178,10 @@ var valCases = []struct {
 	{"resilience backup in another pool", func(s *BundleSpec) { s.Resilience.SameCloud, s.Resilience.Pool = Forbid, "split" }, nil, nil},
 	{"resilience clouds from tiers", func(s *BundleSpec) { s.Pool, s.Jobs, s.Resilience.SameCloud = "multi", valJobs("a"), Forbid }, nil, nil},
 	{"resilience clouds from node labels", func(s *BundleSpec) { s.Pool, s.Jobs, s.Resilience.SameCloud = "split", valJobs("a"), Forbid }, nil, nil},
-	{"invalidExpression empty", func(s *BundleSpec) { s.Jobs[0].Constraints = []string{" "} }, []string{CodeInvalidExpression}, nil},
-	{"invalidExpression compile", func(s *BundleSpec) { s.Jobs[0].Affinities[0].Expression = "f((" }, []string{CodeInvalidExpression}, nil},
-	{"invalidExpression checker panics", func(s *BundleSpec) { s.Jobs[0].Constraints = []string{"panic"} }, []string{CodeInvalidExpression}, nil},
-	{"invalidExpression too long", func(s *BundleSpec) { s.Jobs[0].Constraints = []string{strings.Repeat("x", 1025)} }, []string{CodeInvalidExpression}, nil},
+	{"invalidExpression empty", func(s *BundleSpec) { s.Jobs[0].EditRules().Constraints = []string{" "} }, []string{CodeInvalidExpression}, nil},
+	{"invalidExpression compile", func(s *BundleSpec) { s.Jobs[0].Affinities()[0].Expression = "f((" }, []string{CodeInvalidExpression}, nil},
+	{"invalidExpression checker panics", func(s *BundleSpec) { s.Jobs[0].EditRules().Constraints = []string{"panic"} }, []string{CodeInvalidExpression}, nil},
+	{"invalidExpression too long", func(s *BundleSpec) { s.Jobs[0].EditRules().Constraints = []string{strings.Repeat("x", 1025)} }, []string{CodeInvalidExpression}, nil},
 	{"empty id", func(s *BundleSpec) { s.ID = "" }, valIR, nil},
 	{"bad id", func(s *BundleSpec) { s.ID = "B1" }, valIR, nil},
 	{"long id", func(s *BundleSpec) { s.ID = strings.Repeat("a", 64) }, valIR, nil},
@@ -239,11 +239,11 @@ var valCases = []struct {
 	{"exec without command", func(s *BundleSpec) { s.Jobs[0].Launch.Command = nil }, valIR, nil},
 	{"reserved tag is stripped, not refused", func(s *BundleSpec) { s.Tags["__owner"] = "x" }, nil, nil},
 	{"empty tag key", func(s *BundleSpec) { s.Tags[""] = "x" }, valIR, nil},
-	{"affinity weight", func(s *BundleSpec) { s.Jobs[0].Affinities[0].Weight = 101 }, valIR, nil},
+	{"affinity weight", func(s *BundleSpec) { s.Jobs[0].Affinities()[0].Weight = 101 }, valIR, nil},
 	{"stopAt before startAt", func(s *BundleSpec) { s.StopAt = s.StartAt }, valIR, nil},
-	{"33 constraints", func(s *BundleSpec) { s.Jobs[0].Constraints = slices.Repeat([]string{"x"}, 33) }, valIR, nil},
-	{"33 affinities", func(s *BundleSpec) { s.Jobs[0].Affinities = slices.Repeat([]Affinity{{Expression: "x"}}, 33) }, valIR, nil},
-	{"empty toleration", func(s *BundleSpec) { s.Jobs[0].Tolerations = []string{""} }, valIR, nil},
+	{"33 constraints", func(s *BundleSpec) { s.Jobs[0].EditRules().Constraints = slices.Repeat([]string{"x"}, 33) }, valIR, nil},
+	{"33 affinities", func(s *BundleSpec) { s.Jobs[0].EditRules().Affinities = slices.Repeat([]Affinity{{Expression: "x"}}, 33) }, valIR, nil},
+	{"empty toleration", func(s *BundleSpec) { s.Jobs[0].EditRules().Tolerations = []string{""} }, valIR, nil},
 	{"unsatisfiable in cluster pool warns", func(s *BundleSpec) { s.Jobs = []Job{valHugeJob()} }, nil, valUnsatAll},
 	{"unsatisfiable in elastic pool errs", func(s *BundleSpec) { s.Pool, s.Jobs = "burst", []Job{valHugeJob()} }, valUnsatAll, nil},
 	{"gpu model mismatch", func(s *BundleSpec) { s.Jobs[0].Requirements.GPUModel = "h100" }, nil, []string{CodeUnsatisfiableGpu}},
@@ -306,7 +306,7 @@ func TestValidateOrderAndJobs(t *testing.T) {
 	spec.Jobs = valJobs("x", "y", "z")
 	spec.Jobs[0].Requirements.Cores = -1
 	spec.Jobs[0].CoLocateWith = []string{"ghost"}
-	spec.Jobs[1].Constraints = []string{""}
+	spec.Jobs[1].EditRules().Constraints = []string{""}
 	spec.Jobs[2].Requirements.Capacity = 9000
 	got := Validate(spec, valFixture(t), nil)
 	want := []Finding{
@@ -331,7 +331,7 @@ func TestValidateOrderAndJobs(t *testing.T) {
 func TestValidateWithoutStateOrChecker(t *testing.T) {
 	spec := valSpec()
 	spec.Pool = "nowhere" // unknown, but there is no state to know it
-	spec.Jobs[0].Constraints = []string{"f(("}
+	spec.Jobs[0].EditRules().Constraints = []string{"f(("}
 	for _, st := range []*State{nil, {}} {
 		if got := Validate(spec, st, nil); !got.Valid() || len(got.Warnings) > 0 {
 			t.Fatalf("findings without state: %+v", got)
@@ -396,10 +396,10 @@ func valGenJob(t *rapid.T) Job {
 	return Job{
 		Name: valGenName.Draw(t, "name"), Requirements: valGenRequest(t),
 		CoLocateWith: rapid.SliceOfN(valGenName, 0, 3).Draw(t, "co"), SeparateFrom: rapid.SliceOfN(valGenName, 0, 3).Draw(t, "sep"),
-		Tolerations: rapid.SliceOfN(valGenName, 0, 2).Draw(t, "tol"), Constraints: rapid.SliceOfN(valGenExpr, 0, 34).Draw(t, "constraints"),
-		Affinities: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) Affinity {
-			return Affinity{Expression: valGenExpr.Draw(t, "expr"), Weight: valGenCount.Draw(t, "weight") - 50}
-		}), 0, 2).Draw(t, "affinities"),
+		NodeRules: &NodeRules{Tolerations: rapid.SliceOfN(valGenName, 0, 2).Draw(t, "tol"), Constraints: rapid.SliceOfN(valGenExpr, 0, 34).Draw(t, "constraints"),
+			Affinities: rapid.SliceOfN(rapid.Custom(func(t *rapid.T) Affinity {
+				return Affinity{Expression: valGenExpr.Draw(t, "expr"), Weight: valGenCount.Draw(t, "weight") - 50}
+			}), 0, 2).Draw(t, "affinities")},
 		Launch:  valGenLaunch(t),
 		Runtime: rapid.SampledFrom([]*RuntimeRequirement{nil, nil, {}, {OneOf: []string{"wasm", "Docker"}}, {OneOf: []string{"jvm"}}}).Draw(t, "runtime"),
 	}

@@ -13,7 +13,7 @@ import (
 func benchBundle() *fsm.Bundle {
 	job := func(name string) fsm.Job {
 		return fsm.Job{Name: name, Requirements: ledger.Request{Capacity: 2500, Cores: 2},
-			Constraints: []string{`node.labels.rack != "r7"`}, Launch: fsm.Launch{Driver: "exec", Command: []string{"ffmpeg", "-i"}}}
+			NodeRules: &fsm.NodeRules{Constraints: []string{`node.labels.rack != "r7"`}}, Launch: fsm.Launch{Driver: "exec", Command: []string{"ffmpeg", "-i"}}}
 	}
 	place := func(node string) []fsm.JobPlacement {
 		g := ledger.Grant{Capacity: 2500, Cores: []int{0, 1}}

@@ -87,7 +87,7 @@ func encodeEnv(t *testing.T) *env {
 			Tags: map[string]string{"team": "video", "html": "<a href='x'>&</a>"},
 			Jobs: []fsm.Job{
 				{Name: "enc", Requirements: ledger.Request{Capacity: 1500, Cores: 1}, Launch: fsm.Launch{Driver: fsm.DriverNone}},
-				{Name: "mux", Requirements: ledger.Request{Capacity: 100}, Constraints: []string{`node.labels.rack != "r7"`}, Launch: fsm.Launch{Driver: fsm.DriverNone}},
+				{Name: "mux", Requirements: ledger.Request{Capacity: 100}, NodeRules: &fsm.NodeRules{Constraints: []string{`node.labels.rack != "r7"`}}, Launch: fsm.Launch{Driver: fsm.DriverNone}},
 			},
 		}
 		if i == 1 {

@@ -53,12 +53,12 @@ func (pl *planner) gateDetail(b *fsm.Bundle, pools []string) string {
 // of its labels or taints, or "" when they admit it.
 func (pl *planner) typeRejects(job *fsm.Job, pt poolType) string {
 	for _, taint := range pt.it.Taints {
-		if !slices.Contains(job.Tolerations, taint) {
+		if !slices.Contains(job.Tolerations(), taint) {
 			return fmt.Sprintf("taint %q is not tolerated", taint)
 		}
 	}
 	n := virtualNode("~gate", pt.pool, pt.it)
-	for _, expr := range job.Constraints {
+	for _, expr := range job.Constraints() {
 		ok, err := pl.engine.ExprChecker().Eval(expr, n)
 		switch {
 		case err != nil:

@@ -24,7 +24,7 @@ func gatedPool() fsm.Pool {
 func (r *fsmRig) gatedBundle(id string, capacity int64, tolerations, constraints []string) {
 	r.t.Helper()
 	spec := fsm.BundleSpec{ID: id, Pool: "e", Jobs: []fsm.Job{{Name: "a", Requirements: ledger.Request{Capacity: capacity},
-		Tolerations: tolerations, Constraints: constraints}}}
+		NodeRules: &fsm.NodeRules{Tolerations: tolerations, Constraints: constraints}}}}
 	r.ok(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec})
 	r.ok(fsm.ApplyPlanType, &fsm.Plan{Parts: []fsm.PlanPart{{Updates: []fsm.BundleUpdate{
 		{BundleID: id, Explain: &fsm.Explain{Filtered: map[string]int{}}}}}}})

@@ -78,7 +78,7 @@ func benchBundle(rng *rand.Rand, id string, jobs int, resilient bool) *fsm.Bundl
 		case 1:
 			job.Requirements.Capabilities = []ledger.CapabilityRequest{{Name: "st2110-nic", Count: 1}}
 		case 2:
-			job.Constraints = []string{`node.labels.rack != "r7"`}
+			job.EditRules().Constraints = []string{`node.labels.rack != "r7"`}
 		}
 		if j > 0 {
 			switch rng.IntN(3) {

@@ -131,7 +131,7 @@ func TestExprCacheConcurrent(t *testing.T) {
 func TestFSMValidatesExpressionsWithChecker(t *testing.T) {
 	c := newCluster(t)
 	c.pool(fsm.Pool{Name: "p"})
-	spec := fsm.BundleSpec{ID: "b", Pool: "p", Jobs: []fsm.Job{{Name: "a", Constraints: []string{`node.labels.rack`}}}}
+	spec := fsm.BundleSpec{ID: "b", Pool: "p", Jobs: []fsm.Job{{Name: "a", NodeRules: &fsm.NodeRules{Constraints: []string{`node.labels.rack`}}}}}
 	res := c.apply(fsm.CreateBundleType, &fsm.CreateBundleRequest{Spec: spec})
 	if res.Err == nil || !strings.Contains(res.Err.Error(), fsm.CodeInvalidExpression) {
 		t.Fatalf("got %v, want invalidExpression", res.Err)

@@ -21,8 +21,8 @@ func TestEngineConcurrentSnapshots(t *testing.T) {
 		c.node(n)
 	}
 	spec := fsm.BundleSpec{ID: "b", Pool: "p", Jobs: []fsm.Job{
-		{Name: "a", Requirements: mkJob("a", 2000, 1).Requirements, Constraints: []string{`node.labels.rack != "r1"`},
-			Affinities: []fsm.Affinity{{Expression: `node.labels.az == "b"`, Weight: 50}}},
+		{Name: "a", Requirements: mkJob("a", 2000, 1).Requirements, NodeRules: &fsm.NodeRules{Constraints: []string{`node.labels.rack != "r1"`},
+			Affinities: []fsm.Affinity{{Expression: `node.labels.az == "b"`, Weight: 50}}}},
 		{Name: "b", Requirements: mkJob("b", 2000, 1).Requirements, SeparateFrom: []string{"a"}},
 	}, Resilience: &fsm.Resilience{SameNode: fsm.Forbid, SameAz: fsm.Forbid, SameCloud: fsm.Allow}}
 	eng := NewEngine(Options{})

@@ -125,7 +125,7 @@ func genExisting(t *rapid.T, c *cluster, id string) {
 	nodes := st.Nodes("p")
 	node := nodes[rapid.IntRange(0, len(nodes)-1).Draw(t, id+"node")]
 	j := genJob(t, id+"j", "a")
-	j.Constraints, j.Tolerations, j.Affinities, j.Runtime = nil, []string{"special"}, nil, nil
+	j.EditRules().Constraints, j.EditRules().Tolerations, j.EditRules().Affinities, j.Runtime = nil, []string{"special"}, nil, nil
 	pool := st.Pool("p")
 	g, err := ledger.Fit(node.Inventory(), node.Usage, pool.Effective(j.Requirements))
 	if err != nil || ledger.CheckPool(pool.Caps, pool.Usage, g) != nil || !node.Placeable() {
@@ -164,16 +164,16 @@ func genJob(t *rapid.T, label, name string) fsm.Job {
 		r.Capabilities = []ledger.CapabilityRequest{cr}
 	}
 	if rapid.Bool().Draw(t, label+"tol") {
-		j.Tolerations = []string{"special"}
+		j.EditRules().Tolerations = []string{"special"}
 	}
 	if rapid.IntRange(0, 3).Draw(t, label+"expr") == 0 {
-		j.Constraints = []string{rapid.SampledFrom(genExprs).Draw(t, label+"constraint").expr}
+		j.EditRules().Constraints = []string{rapid.SampledFrom(genExprs).Draw(t, label+"constraint").expr}
 	}
 	if need := rapid.SampledFrom(genRuntimeNeeds).Draw(t, label+"runtime"); need != nil {
 		j.Runtime = &fsm.RuntimeRequirement{OneOf: need}
 	}
 	if rapid.IntRange(0, 3).Draw(t, label+"aff") == 0 {
-		j.Affinities = []fsm.Affinity{{Expression: genExprs[0].expr, Weight: rapid.IntRange(-100, 100).Draw(t, label+"w")}}
+		j.EditRules().Affinities = []fsm.Affinity{{Expression: genExprs[0].expr, Weight: rapid.IntRange(-100, 100).Draw(t, label+"w")}}
 	}
 	return j
 }

@@ -136,11 +136,11 @@ func (o *oracle) allowed(i int, n *fsm.Node) bool {
 		return false
 	}
 	for _, t := range n.Taints {
-		if !slices.Contains(j.Tolerations, t) {
+		if !slices.Contains(j.Tolerations(), t) {
 			return false
 		}
 	}
-	for _, c := range j.Constraints {
+	for _, c := range j.Constraints() {
 		if !exprMeaning(c)(n) {
 			return false
 		}

@@ -186,7 +186,7 @@ func preemptWorld(t *testing.T, tc preemptCase) *cluster {
 	for _, r := range append(slices.Clone(tc.residents), tc.preemptor) {
 		spec := r.spec()
 		if r.id == tc.preemptor.id && tc.constraint != "" {
-			spec.Jobs[0].Constraints = []string{tc.constraint}
+			spec.Jobs[0].EditRules().Constraints = []string{tc.constraint}
 		}
 		c.bundle(spec)
 		if r.primary != nil {

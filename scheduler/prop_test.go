@@ -130,11 +130,11 @@ func checkJobOnNode(t *rapid.T, st *fsm.State, pool *fsm.Pool, job *fsm.Job, p f
 		t.Fatalf("job %s on unplaceable node %s", job.Name, n.ID)
 	}
 	for _, taint := range n.Taints {
-		if !slices.Contains(job.Tolerations, taint) {
+		if !slices.Contains(job.Tolerations(), taint) {
 			t.Fatalf("job %s on %s does not tolerate %s", job.Name, n.ID, taint)
 		}
 	}
-	for _, c := range job.Constraints {
+	for _, c := range job.Constraints() {
 		if !exprMeaning(c)(n) {
 			t.Fatalf("job %s on %s breaks constraint %s", job.Name, n.ID, c)
 		}

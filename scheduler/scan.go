@@ -216,7 +216,7 @@ func (s *search) jobOfDepth(mask uint64) string {
 // untolerating names a job of g that does not tolerate taint.
 func (s *search) untolerating(g *group, taint string) string {
 	for _, j := range g.place {
-		if !slices.Contains(s.t.jobs[j].spec.Tolerations, taint) {
+		if !slices.Contains(s.t.jobs[j].spec.Tolerations(), taint) {
 			return s.t.jobs[j].spec.Name
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func TestChainOrderIsTheDesignOrder(t *testing.T) {
 	c := threeNodes(t)
 	snap := NewEngine(Options{}).Snapshot(c.state())
-	all := fsm.Job{Name: "a", Constraints: []string{`node.id != "x"`}, Runtime: &fsm.RuntimeRequirement{OneOf: []string{"exec"}}, Requirements: ledger.Request{
+	all := fsm.Job{Name: "a", NodeRules: &fsm.NodeRules{Constraints: []string{`node.id != "x"`}}, Runtime: &fsm.RuntimeRequirement{OneOf: []string{"exec"}}, Requirements: ledger.Request{
 		Capacity: 1000, Cores: 1, GPUCapacity: 100,
 		Capabilities: []ledger.CapabilityRequest{{Name: "nic", Count: 1}},
 	}}

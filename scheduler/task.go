@@ -220,17 +220,17 @@ func fillGroup(sn *Snapshot, t *replicaTask, g *group) {
 		if need := fsm.JobRuntimeNeed(j.spec, sn.idx.view.TemplateRuntime); need != 0 {
 			g.runtimes = append(g.runtimes, jobRuntime{job: j.spec.Name, need: need})
 		}
-		for _, e := range j.spec.Constraints {
+		for _, e := range j.spec.Constraints() {
 			g.exprs = append(g.exprs, jobExpr{job: j.spec.Name, expr: e, memo: sn.expr(e)})
 		}
-		for _, a := range j.spec.Affinities {
+		for _, a := range j.spec.Affinities() {
 			g.affinity = append(g.affinity, jobAffinity{memo: sn.expr(a.Expression), weight: a.Weight})
 		}
 		if first {
-			g.tolerated = slices.Clone(j.spec.Tolerations)
+			g.tolerated = slices.Clone(j.spec.Tolerations())
 			first = false
 		} else {
-			g.tolerated = slices.DeleteFunc(g.tolerated, func(s string) bool { return !slices.Contains(j.spec.Tolerations, s) })
+			g.tolerated = slices.DeleteFunc(g.tolerated, func(s string) bool { return !slices.Contains(j.spec.Tolerations(), s) })
 		}
 	}
 }

@@ -119,6 +119,15 @@ type field struct {
 	typ     reflect.Type
 	unit    string
 	matched bool
+	via     *via // an FSM field of an embedded struct pointer
+}
+
+// via is the embedded pointer an FSM field lives behind: a nil pointer
+// reads as zero fields, and a non-zero API value allocates it.
+type via struct {
+	off    uintptr      // of the pointer in the outer struct
+	typ    reflect.Type // the struct it points to
+	nested bool         // behind a pointer behind a pointer: not supported
 }
 
 // apiFields lists A's fields, with embedded structs' fields promoted as JSON
@@ -143,7 +152,8 @@ func apiFields(t reflect.Type, base uintptr) []field {
 }
 
 // fsmFields lists F's fields that have an API counterpart, with embedded and
-// api:",inline" structs' fields promoted.
+// api:",inline" structs' fields promoted, and an embedded pointer's fields
+// reached through it (one level: a pointer within is not followed).
 func fsmFields(t reflect.Type, base uintptr) []field {
 	var out []field
 	for sf := range t.Fields() {
@@ -153,6 +163,18 @@ func fsmFields(t reflect.Type, base uintptr) []field {
 		}
 		if sf.Type.Kind() == reflect.Struct && (opt == "inline" || sf.Anonymous) {
 			out = append(out, fsmFields(sf.Type, base+sf.Offset)...)
+			continue
+		}
+		if sf.Anonymous && sf.Type.Kind() == reflect.Pointer && sf.Type.Elem().Kind() == reflect.Struct {
+			v := &via{off: base + sf.Offset, typ: sf.Type.Elem()}
+			for _, inner := range fsmFields(v.typ, 0) {
+				if inner.via != nil {
+					inner.via = &via{nested: true} // refused by structPlan
+				} else {
+					inner.via = v
+				}
+				out = append(out, inner)
+			}
 			continue
 		}
 		if !sf.IsExported() {

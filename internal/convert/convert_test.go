@@ -153,3 +153,48 @@ func TestPairRefusesUnmapped(t *testing.T) {
 		}
 	}
 }
+
+type wireRuled struct {
+	Name  string   `json:"name"`
+	Rules []string `json:"rules"`
+	Cap   float64  `json:"cap"`
+}
+
+type fsmRules struct {
+	Rules []string
+	Cap   int64 `unit:"milli"`
+}
+
+type fsmRuled struct {
+	Name string
+	*fsmRules
+}
+
+// TestEmbeddedPointerFields: an embedded struct pointer's fields pair with
+// the API struct's own; an API value without any leaves the pointer nil
+// (what the FSM saves by the pointer), one with any allocates it, and a
+// nil pointer reads back as zero fields even over a reused API value.
+func TestEmbeddedPointerFields(t *testing.T) {
+	pair := MustPair[wireRuled, fsmRuled]()
+	var bare fsmRuled
+	if p := pair.ToFSM(&bare, &wireRuled{Name: "a"}); len(p) != 0 || bare.fsmRules != nil {
+		t.Fatalf("no rules: pointer %v, problems %v", bare.fsmRules, p)
+	}
+	var ruled fsmRuled
+	if p := pair.ToFSM(&ruled, &wireRuled{Name: "b", Rules: []string{"r"}, Cap: 1.5}); len(p) != 0 ||
+		ruled.fsmRules == nil || !slices.Equal(ruled.Rules, []string{"r"}) || ruled.Cap != 1500 {
+		t.Fatalf("rules: got %+v %+v, problems %v", ruled, ruled.fsmRules, p)
+	}
+	if p := pair.ToFSM(&fsmRuled{}, &wireRuled{Cap: -1}); len(p) != 1 || Field(p[0].Path) != "cap" {
+		t.Fatalf("a problem behind the pointer: %v", p)
+	}
+	out := wireRuled{Name: "stale", Rules: []string{"stale"}, Cap: 9}
+	pair.ToAPI(&out, &bare)
+	if !reflect.DeepEqual(out, wireRuled{Name: "a"}) {
+		t.Fatalf("nil pointer to API: %+v", out)
+	}
+	pair.ToAPI(&out, &ruled)
+	if !reflect.DeepEqual(out, wireRuled{Name: "b", Rules: []string{"r"}, Cap: 1.5}) {
+		t.Fatalf("rules to API: %+v", out)
+	}
+}

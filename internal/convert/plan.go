@@ -13,6 +13,35 @@ type fieldPlan struct {
 	a, f     uintptr
 	c        *codec
 	readOnly bool
+	via      *via         // the FSM field is behind this embedded pointer
+	aType    reflect.Type // the API field's, to test and clear it
+}
+
+// fsmAt is the FSM field in the struct at dst, allocating the embedded
+// pointer it lives behind when alloc is set; nil when that pointer is nil.
+func (fp *fieldPlan) fsmAt(dst unsafe.Pointer, alloc bool) unsafe.Pointer {
+	if fp.via == nil {
+		return unsafe.Add(dst, fp.f)
+	}
+	pp := (*unsafe.Pointer)(unsafe.Add(dst, fp.via.off))
+	if *pp == nil {
+		if !alloc {
+			return nil
+		}
+		*pp = reflect.New(fp.via.typ).UnsafePointer()
+	}
+	return unsafe.Add(*pp, fp.f)
+}
+
+// zeroAt reports whether n bytes at p are all zero: an API value that
+// needs no FSM struct behind a pointer.
+func zeroAt(p unsafe.Pointer, n uintptr) bool {
+	for _, b := range unsafe.Slice((*byte)(p), n) {
+		if b != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // structPlan converts a struct field by field, in the FSM type's field
@@ -40,11 +69,15 @@ func (c *compiler) structPlan(a, f reflect.Type, o options) (*structPlan, error)
 		}
 		af := &afs[j]
 		af.matched = true
+		if ff.via != nil && ff.via.nested {
+			return nil, errorf(a, f, "field %s is behind two embedded pointers", ff.name)
+		}
 		cd, err := c.codec(af.typ, ff.typ, ff.unit)
 		if err != nil {
 			return nil, errorf(a, f, "field %s: %v", ff.name, err)
 		}
-		plan.fields = append(plan.fields, fieldPlan{json: af.json, a: af.off, f: ff.off, c: cd, readOnly: o.readOnly[ff.name]})
+		plan.fields = append(plan.fields, fieldPlan{json: af.json, a: af.off, f: ff.off, c: cd,
+			readOnly: o.readOnly[ff.name], via: ff.via, aType: af.typ})
 	}
 	var missing []string
 	for _, af := range afs {
@@ -82,8 +115,12 @@ func (p *structPlan) toFSM(s *state, dst, src unsafe.Pointer) {
 		if fp.readOnly {
 			continue
 		}
+		from := unsafe.Add(src, fp.a)
+		if fp.via != nil && zeroAt(from, fp.aType.Size()) && fp.fsmAt(dst, false) == nil {
+			continue // nothing to say: the pointer stays nil
+		}
 		n := len(s.problems)
-		fp.c.toFSM(s, unsafe.Add(dst, fp.f), unsafe.Add(src, fp.a))
+		fp.c.toFSM(s, fp.fsmAt(dst, true), from)
 		if len(s.problems) > n {
 			s.note(n, Step{Name: fp.json, Index: -1})
 		}
@@ -93,6 +130,13 @@ func (p *structPlan) toFSM(s *state, dst, src unsafe.Pointer) {
 func (p *structPlan) toAPI(dst, src unsafe.Pointer) {
 	for i := range p.fields {
 		fp := &p.fields[i]
-		fp.c.toAPI(unsafe.Add(dst, fp.a), unsafe.Add(src, fp.f))
+		to, from := unsafe.Add(dst, fp.a), fp.fsmAt(src, false)
+		if from == nil {
+			if !zeroAt(to, fp.aType.Size()) {
+				reflect.NewAt(fp.aType, to).Elem().SetZero()
+			}
+			continue
+		}
+		fp.c.toAPI(to, from)
 	}
 }
