@@ -242,7 +242,9 @@ var valCases = []struct {
 	{"affinity weight", func(s *BundleSpec) { s.Jobs[0].Affinities()[0].Weight = 101 }, valIR, nil},
 	{"stopAt before startAt", func(s *BundleSpec) { s.StopAt = s.StartAt }, valIR, nil},
 	{"33 constraints", func(s *BundleSpec) { s.Jobs[0].EditRules().Constraints = slices.Repeat([]string{"x"}, 33) }, valIR, nil},
-	{"33 affinities", func(s *BundleSpec) { s.Jobs[0].EditRules().Affinities = slices.Repeat([]Affinity{{Expression: "x"}}, 33) }, valIR, nil},
+	{"33 affinities", func(s *BundleSpec) {
+		s.Jobs[0].EditRules().Affinities = slices.Repeat([]Affinity{{Expression: "x"}}, 33)
+	}, valIR, nil},
 	{"empty toleration", func(s *BundleSpec) { s.Jobs[0].EditRules().Tolerations = []string{""} }, valIR, nil},
 	{"unsatisfiable in cluster pool warns", func(s *BundleSpec) { s.Jobs = []Job{valHugeJob()} }, nil, valUnsatAll},
 	{"unsatisfiable in elastic pool errs", func(s *BundleSpec) { s.Pool, s.Jobs = "burst", []Job{valHugeJob()} }, valUnsatAll, nil},
