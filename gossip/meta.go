@@ -48,6 +48,15 @@ type Meta struct {
 	Keyring []string
 }
 
+// A worker whose registration the servers refuse sets TagRegistration to
+// RegistrationRefused until a registration succeeds: it runs nothing new
+// while refused, and gossip is how the leader learns that its node, alive
+// as it is, must not be given work (leader/reconcile.go).
+const (
+	TagRegistration     = "registration"
+	RegistrationRefused = "refused"
+)
+
 // Codec errors.
 var (
 	ErrMetaTooLarge = errors.New("gossip: metadata too large")

@@ -181,6 +181,15 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 			continue // never seen in gossip: it stays unknown until it joins
 		}
 		want := gossipStatus[m.Status]
+		if want == fsm.NodeReady && m.Meta.Tags[gossip.TagRegistration] == gossip.RegistrationRefused {
+			// Its worker runs nothing new: ready would draw placements
+			// that never start. Suspect places nothing and moves nothing.
+			want = fsm.NodeSuspect
+			if n.Status != want {
+				l.log.Warn("the servers refuse this node's worker (see its log), so the node gets no new placements",
+					"node", n.ID)
+			}
+		}
 		labels := maps.Clone(n.Labels)
 		setIfSet(&labels, "az", m.Meta.AZ)
 		setIfSet(&labels, "cloud", m.Meta.Cloud)

@@ -184,18 +184,22 @@ func TestReconcileNodes(t *testing.T) {
 		status    string // registered node's status before
 		gossip    gossip.Status
 		az        string
+		refused   bool // its worker's registration is refused (gossip tag)
 		want      string
 		wantAZ    string
 		proposals int
 	}{
-		{"alive makes ready", fsm.NodeUnknown, gossip.StatusAlive, "", fsm.NodeReady, "az-n1", 1},
-		{"suspect", fsm.NodeReady, gossip.StatusSuspect, "", fsm.NodeSuspect, "az-n1", 1},
-		{"dead makes down", fsm.NodeReady, gossip.StatusDead, "", fsm.NodeDown, "az-n1", 1},
-		{"left", fsm.NodeReady, gossip.StatusLeft, "", fsm.NodeLeft, "az-n1", 1},
-		{"back from down", fsm.NodeDown, gossip.StatusAlive, "", fsm.NodeReady, "az-n1", 1},
-		{"label only", fsm.NodeReady, gossip.StatusAlive, "eu-1a", fsm.NodeReady, "eu-1a", 1},
-		{"in line", fsm.NodeReady, gossip.StatusAlive, "az-n1", fsm.NodeReady, "az-n1", 0},
-		{"never in gossip", fsm.NodeUnknown, "", "", fsm.NodeUnknown, "az-n1", 0},
+		{"alive makes ready", fsm.NodeUnknown, gossip.StatusAlive, "", false, fsm.NodeReady, "az-n1", 1},
+		{"suspect", fsm.NodeReady, gossip.StatusSuspect, "", false, fsm.NodeSuspect, "az-n1", 1},
+		{"dead makes down", fsm.NodeReady, gossip.StatusDead, "", false, fsm.NodeDown, "az-n1", 1},
+		{"left", fsm.NodeReady, gossip.StatusLeft, "", false, fsm.NodeLeft, "az-n1", 1},
+		{"back from down", fsm.NodeDown, gossip.StatusAlive, "", false, fsm.NodeReady, "az-n1", 1},
+		{"label only", fsm.NodeReady, gossip.StatusAlive, "eu-1a", false, fsm.NodeReady, "eu-1a", 1},
+		{"in line", fsm.NodeReady, gossip.StatusAlive, "az-n1", false, fsm.NodeReady, "az-n1", 0},
+		{"never in gossip", fsm.NodeUnknown, "", "", false, fsm.NodeUnknown, "az-n1", 0},
+		{"refused worker is suspect", fsm.NodeReady, gossip.StatusAlive, "az-n1", true, fsm.NodeSuspect, "az-n1", 1},
+		{"refusal ended", fsm.NodeSuspect, gossip.StatusAlive, "az-n1", false, fsm.NodeReady, "az-n1", 1},
+		{"refused and dead is down", fsm.NodeReady, gossip.StatusDead, "az-n1", true, fsm.NodeDown, "az-n1", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -206,6 +210,9 @@ func TestReconcileNodes(t *testing.T) {
 				m.Meta.AZ, m.Meta.Cloud = tc.az, "aws"
 				if tc.az == "az-n1" {
 					m.Meta.Cloud = "" // in line: nothing new to say
+				}
+				if tc.refused {
+					m.Meta.Tags = map[string]string{gossip.TagRegistration: gossip.RegistrationRefused}
 				}
 				e.members.set(m)
 			}

@@ -18,7 +18,7 @@ func (w *Worker) run(ctx context.Context) {
 	}
 	bo := backoff.New(100*time.Millisecond, 5*time.Second)
 	reg := &registrationLog{logger: w.logger, node: w.cfg.NodeID, now: time.Now}
-	registered := false
+	registered, refusedTag := false, false
 	var index uint64
 	for ctx.Err() == nil {
 		c, err := w.client()
@@ -27,8 +27,10 @@ func (w *Worker) run(ctx context.Context) {
 			if _, err = c.RegisterNode(ctx, w.cfg.Inventory); err == nil {
 				registered = true
 				reg.registered(c.Address())
+				refusedTag = refusedTag && !w.advertiseRefused(ctx, false)
 			} else if ctx.Err() == nil {
 				logged, refused = true, reg.refused(err)
+				refusedTag = refusedTag || (refused && w.advertiseRefused(ctx, true))
 			}
 		}
 		if err == nil {

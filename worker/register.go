@@ -1,12 +1,14 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/gossip"
 )
 
 // refusalRepeat is how often a registration refusal is logged again while
@@ -60,6 +62,25 @@ func (r *registrationLog) registered(server string) {
 	}
 	r.logger.Info("registered inventory after it was refused", "server", server, "refusedFor", r.now().Sub(r.since).Round(time.Second))
 	*r = registrationLog{logger: r.logger, node: r.node, now: r.now}
+}
+
+// advertiseRefused sets or clears the gossip tag that tells the leader the
+// servers refuse this worker (gossip.TagRegistration), and reports whether
+// the new metadata is in effect. A broadcast that outlives the wait still
+// goes on, so only a refused update is reported as failed.
+func (w *Worker) advertiseRefused(ctx context.Context, refused bool) bool {
+	m := w.meta
+	if refused {
+		m.Tags = map[string]string{gossip.TagRegistration: gossip.RegistrationRefused}
+	}
+	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	err := w.gossip.UpdateMeta(uctx, m)
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		w.logger.Warn("could not tell the cluster whether the servers refuse this worker", "refused", refused, "err", err)
+		return false
+	}
+	return err == nil || errors.Is(err, context.DeadlineExceeded)
 }
 
 // refusal is err as the servers' answer when a retry of the same request

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,11 +134,17 @@ func repeat(err error, n int) []error {
 func TestRunSaysRegistrationIsRefused(t *testing.T) {
 	var mu sync.Mutex
 	var polls int
+	var accept atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.URL.Path == "/v1/nodes/w2" {
+		if r.Method == http.MethodPut && r.URL.Path == "/v1/nodes/w2" && !accept.Load() {
 			rw.Header().Set("Content-Type", "application/json")
 			rw.WriteHeader(http.StatusConflict)
 			fmt.Fprintf(rw, `{"error":{"code":%q,"message":%q}}`, shrunk.Code, shrunk.Message)
+			return
+		}
+		if r.Method == http.MethodPut {
+			rw.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(rw, `{"id":"w2"}`)
 			return
 		}
 		mu.Lock()
@@ -165,8 +172,21 @@ func TestRunSaysRegistrationIsRefused(t *testing.T) {
 			"errors logged: %q", errs)
 	})
 	mu.Lock()
-	defer mu.Unlock()
 	if polls != 0 {
 		t.Fatalf("%d other requests while unregistered, want none", polls)
 	}
+	mu.Unlock()
+	// Gossip says so too, for the leader to keep work off the node; a
+	// registration that goes through takes the word back.
+	refusedTag := func() string {
+		m, _ := w.gossip.Member("w2")
+		return m.Meta.Tags[gossip.TagRegistration]
+	}
+	poll.Eventually(t, 10*time.Second, "the refusal tag in gossip", func() error {
+		return poll.Check(refusedTag() == gossip.RegistrationRefused, "tag %q", refusedTag())
+	})
+	accept.Store(true)
+	poll.Eventually(t, 20*time.Second, "the refusal tag gone after a registration", func() error {
+		return poll.Check(refusedTag() == "", "tag %q", refusedTag())
+	})
 }

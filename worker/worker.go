@@ -59,6 +59,7 @@ type Worker struct {
 	cfg    Config
 	logger *slog.Logger
 	gossip *gossip.Gossip
+	meta   gossip.Meta  // what it publishes, without the refusal tag
 	https  *http.Client // nil: plain HTTP; shared so connections are reused
 	tls    *certs.TLS   // what https presents and trusts; nil without TLS
 	// The log endpoint's listener and published URL; nil and "" without
@@ -110,6 +111,7 @@ func New(cfg Config) (*Worker, error) {
 	gc := cfg.Gossip
 	gc.NodeName = cfg.NodeID
 	gc.Meta = gossip.Meta{Role: gossip.RoleWorker, HTTPAddr: w.httpURL, Pool: cfg.Inventory.Pool, AZ: cfg.AZ, Cloud: cfg.Cloud}
+	w.meta = gc.Meta
 	if gc.Logger == nil {
 		gc.Logger = cfg.Logger
 	}
