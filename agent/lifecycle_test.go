@@ -8,6 +8,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/internal/testcluster"
 	"github.com/amserver/amserver/worker"
@@ -120,11 +121,17 @@ func TestDeleteTimeoutReleasesSilentNode(t *testing.T) {
 }
 
 // TestWorkerReregistersAfterDeregistration: a worker whose node record
-// disappears (forced deregistration, a restore) registers itself again.
+// disappears (a restore, a forced deregistration applied while it ran)
+// registers itself again. The API refuses to deregister a live worker's
+// node for that reason, so the command goes to Raft directly.
 func TestWorkerReregistersAfterDeregistration(t *testing.T) {
-	_, _, c := devCluster(t, 1, 1)
+	tc, _, c := devCluster(t, 1, 1)
 	ctx := ctxTimeout(t, 60*time.Second)
-	if err := c.DeregisterNode(ctx, "worker-1", true); err != nil {
+	if err := c.DeregisterNode(ctx, "worker-1", true); !api.IsCode(err, api.CodeConflict) {
+		t.Fatalf("deregistering a live worker's node: %v, want a conflict", err)
+	}
+	req := &fsm.DeregisterNodeRequest{NodeID: "worker-1", Force: true, Now: time.Now().UnixNano()}
+	if _, err := tc.Leader().Store().Apply(ctx, fsm.DeregisterNodeType, req); err != nil {
 		t.Fatal(err)
 	}
 	poll.Eventually(t, 45*time.Second, "worker registered again", func() error {

@@ -169,6 +169,20 @@ func TestNodes(t *testing.T) {
 	if err := e.c.DeregisterNode(ctx(t), "n1", false); !api.IsCode(err, api.CodeInUse) {
 		t.Fatalf("deregister busy node: %v", err)
 	}
+	// A worker alive in gossip would register its node again at once.
+	e.b.set(func(b *testBackend) {
+		b.members = []gossip.Member{{Name: "n1", Status: gossip.StatusAlive, Meta: gossip.Meta{Role: gossip.RoleWorker}}}
+	})
+	if err := e.c.DeregisterNode(ctx(t), "n1", true); !api.IsCode(err, api.CodeConflict) || !strings.Contains(err.Error(), "stop the worker first") {
+		t.Fatalf("deregister a node whose worker is alive: %v", err)
+	}
+	if _, _, err := e.c.Node(ctx(t), "n1", nil); err != nil {
+		t.Fatalf("the refused deregistration removed the node: %v", err)
+	}
+	// One the servers refuse registers afresh: what deregistering is for.
+	e.b.set(func(b *testBackend) {
+		b.members[0].Meta.Tags = map[string]string{gossip.TagRegistration: gossip.RegistrationRefused}
+	})
 	if err := e.c.DeregisterNode(ctx(t), "n1", true); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/gossip"
 )
 
 var nodeStatuses = []string{fsm.NodeReady, fsm.NodeSuspect, fsm.NodeDown, fsm.NodeLeft, fsm.NodeUnknown}
@@ -74,13 +76,23 @@ func (s *Server) answerNode(c echo.Context, id string, index uint64, status int)
 	return c.JSON(status, s.nodeView(st).node(n))
 }
 
-// deregisterNode refuses while the node holds reservations unless ?force.
+// deregisterNode refuses while the node holds reservations unless ?force,
+// and while its worker is alive in gossip: a live worker finds its node
+// gone at its next poll and registers it again, so the removal looked done
+// and was undone with nothing said. A worker the servers refuse is the
+// exception: registering afresh is what deregistering it is for.
 func (s *Server) deregisterNode(c echo.Context) error {
 	force, err := flagParam(c, "force")
 	if err != nil {
 		return err
 	}
-	req := fsm.DeregisterNodeRequest{NodeID: param(c, "id"), Force: force, Now: s.now()}
+	id := param(c, "id")
+	if m, ok := s.b.Member(id); ok && m.Status == gossip.StatusAlive &&
+		m.Meta.Tags[gossip.TagRegistration] != gossip.RegistrationRefused {
+		return fmt.Errorf("%w: node %s's worker is alive and would register the node again at once: stop the worker first "+
+			"(drain the node to move its work off meanwhile), then deregister it", fsm.ErrConflict, id)
+	}
+	req := fsm.DeregisterNodeRequest{NodeID: id, Force: force, Now: s.now()}
 	res, err := s.apply(c.Request().Context(), fsm.DeregisterNodeType, req)
 	if err != nil {
 		return err
