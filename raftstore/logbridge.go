@@ -2,9 +2,12 @@ package raftstore
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -12,16 +15,78 @@ import (
 // hclogBridge routes hashicorp/raft's hclog output into log/slog, so one
 // handler formats and filters every line the server prints.
 type hclogBridge struct {
-	logger *slog.Logger
-	name   string
-	args   []any
-	level  hclog.Level
+	logger  *slog.Logger
+	name    string
+	args    []any
+	level   hclog.Level
+	repeats *repeats // shared by the loggers With and Named derive
 }
 
 var _ hclog.Logger = (*hclogBridge)(nil)
 
 func newHclogBridge(logger *slog.Logger, name string, level hclog.Level) hclog.Logger {
-	return &hclogBridge{logger: logger, name: name, level: level}
+	return &hclogBridge{logger: logger, name: name, level: level, repeats: newRepeats(time.Now, repeatEvery)}
+}
+
+// repeatEvery is how often a warning or error about one peer that keeps
+// recurring is logged again.
+const repeatEvery = time.Minute
+
+// repeats collapses a Raft warning or error that recurs for one peer: with
+// a server down, Raft logs "failed to heartbeat to" it about once a second
+// (and "failed to contact" at every check) for as long as it is gone. The
+// first goes out, then one a minute saying how many were held back. Lines
+// that name no peer pass unchanged.
+type repeats struct {
+	mu    sync.Mutex
+	now   func() time.Time
+	every time.Duration
+	seen  map[string]*repeat
+}
+
+type repeat struct {
+	at   time.Time // when one last went out
+	held int       // how many since
+}
+
+func newRepeats(now func() time.Time, every time.Duration) *repeats {
+	return &repeats{now: now, every: every, seen: map[string]*repeat{}}
+}
+
+// admit reports whether the line keyed key goes out now, and how many like
+// it were held back since the last that did.
+func (r *repeats) admit(key string) (out bool, held int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	s := r.seen[key]
+	if s != nil && now.Sub(s.at) < r.every {
+		s.held++
+		return false, 0
+	}
+	if s != nil {
+		held = s.held
+	}
+	if len(r.seen) >= 1024 { // peers come and go: forget the quiet ones
+		for k, v := range r.seen {
+			if now.Sub(v.at) >= r.every {
+				delete(r.seen, k)
+			}
+		}
+	}
+	r.seen[key] = &repeat{at: now}
+	return true, held
+}
+
+// peerOf is the peer a Raft line is about, from its "peer" or "server-id"
+// argument; "" when it names none.
+func peerOf(args []any) string {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "peer" || k == "server-id" {
+			return fmt.Sprint(args[i+1])
+		}
+	}
+	return ""
 }
 
 func slogLevel(l hclog.Level) slog.Level {
@@ -42,6 +107,15 @@ func (b *hclogBridge) Log(level hclog.Level, msg string, args ...any) {
 		return
 	}
 	attrs := append(append([]any{"component", b.name}, b.args...), args...)
+	if peer := peerOf(args); peer != "" && level >= hclog.Warn && b.repeats != nil {
+		out, held := b.repeats.admit(b.name + "\x00" + msg + "\x00" + peer)
+		if !out {
+			return
+		}
+		if held > 0 {
+			attrs = append(attrs, "heldBackSinceLast", held)
+		}
+	}
 	b.logger.Log(context.Background(), slogLevel(level), msg, attrs...)
 }
 
