@@ -57,6 +57,10 @@ type FSM struct {
 	// open transaction holds and reads without waiting for wmu (State).
 	visible  atomic.Uint64
 	batchEnd atomic.Uint64
+	// configIndex is the index of the last Raft configuration entry
+	// applied here (0: none since the start or the last restore): Raft
+	// 1.7's configuration reads no longer say it (ConfigIndex).
+	configIndex atomic.Uint64
 	// readers asks the end of the next batch to commit the open
 	// transaction: a reader had to, and on a leader more are coming.
 	readers atomic.Bool
@@ -145,6 +149,11 @@ func (e *UndecodableError) Error() string {
 	return fmt.Sprintf("amserver: undecodable %s command: %v", e.Type, e.Err)
 }
 
+// ConfigIndex is the index of the last Raft configuration entry this FSM
+// applied; 0 when none has been since it started or restored a snapshot,
+// whose own configuration index Raft's snapshot metadata holds.
+func (f *FSM) ConfigIndex() uint64 { return f.configIndex.Load() }
+
 // Apply implements raft.FSM.
 func (f *FSM) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
@@ -166,6 +175,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	changed := map[string]bool{}
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
+			if l.Type == raft.LogConfiguration {
+				f.configIndex.Store(l.Index)
+			}
 			f.wmu.Lock()
 			f.markApplied(l)
 			f.wmu.Unlock()

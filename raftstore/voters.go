@@ -181,6 +181,18 @@ func (s *Store) serverAddr(id string) (raft.ServerAddress, error) {
 	return raft.ServerAddress(addr), nil
 }
 
+// configIndex is the index of the committed configuration in effect: the
+// last configuration entry the FSM applied, or the newest snapshot's when
+// none has been since. Raft 1.7's Stats reads its configuration without
+// the index, so its latest_configuration_index is always 0.
+func (s *Store) configIndex() uint64 {
+	idx := s.fsm.ConfigIndex()
+	if metas, err := s.stores.Snaps.List(); err == nil && len(metas) > 0 {
+		idx = max(idx, metas[0].ConfigurationIndex)
+	}
+	return idx
+}
+
 // Info is this server's view of Raft.
 func (s *Store) Info(context.Context) (Info, error) {
 	stats := s.raft.Stats()
@@ -191,7 +203,7 @@ func (s *Store) Info(context.Context) (Info, error) {
 	info := Info{
 		State: stateName(s.raft.State()), Term: num("term"), LastIndex: s.raft.LastIndex(),
 		CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.raft.AppliedIndex(),
-		LastSnapshotIndex: num("last_snapshot_index"), ConfigIndex: num("latest_configuration_index"),
+		LastSnapshotIndex: num("last_snapshot_index"), ConfigIndex: s.configIndex(),
 	}
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

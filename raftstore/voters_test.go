@@ -92,3 +92,29 @@ func TestClassifyTransferError(t *testing.T) {
 		})
 	}
 }
+
+// TestInfoConfigIndex: the operator's configIndex is the index of the last
+// configuration change (Raft 1.7's Stats says 0), and after a restart that
+// replays no change, the newest snapshot's.
+func TestInfoConfigIndex(t *testing.T) {
+	s := leadingStore(t)
+	f := s.Raft().RemoveServer("s2", 0, 5*time.Second)
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	want := f.Index()
+	poll.Eventually(t, 10*time.Second, "the removal applied", func() error {
+		info, err := s.Info(t.Context())
+		if err != nil {
+			return err
+		}
+		return poll.Check(info.ConfigIndex == want, "configIndex %d, want %d", info.ConfigIndex, want)
+	})
+	if err := s.Raft().Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := &Store{fsm: fsm.New(fsm.Config{}), stores: s.stores} // what a restart from the snapshot knows
+	if got := restarted.configIndex(); got != want {
+		t.Fatalf("configIndex from the snapshot %d, want %d", got, want)
+	}
+}
