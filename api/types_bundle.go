@@ -188,7 +188,9 @@ type JobPlacement struct {
 	ExitCode *int `json:"exitCode,omitempty"`
 	Attempts int  `json:"attempts,omitempty"`
 	// AssignmentID names the job's assignment on its node (set when
-	// placed): the id of GET /v1/assignments/{id}/logs.
+	// placed, and for a finished batch job the one it last ran as, whose
+	// output its worker keeps a while): the id of
+	// GET /v1/assignments/{id}/logs.
 	AssignmentID string `json:"assignmentId,omitempty"`
 }
 

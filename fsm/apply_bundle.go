@@ -68,7 +68,7 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 		t.releaseAll(old)
 		b.Replicas = freshReplicas(&spec)
 		b.Degradations, b.Explain = nil, nil
-		b.Outcome, b.FinishTime, b.Rolling = "", 0, false
+		b.Outcome, b.FinishTime, b.Rolling, b.Ran = "", 0, false, nil
 		b.Epoch++
 	default:
 		if spec.IsService() && spec.Count != old.Spec.Count {

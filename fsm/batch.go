@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -89,15 +91,20 @@ func (t *tx) finishBatch(b *Bundle, outcome, why string) {
 	for _, a := range t.BundleAssignments(b.ID()) {
 		t.stopAssignment(a.ID)
 	}
+	var ran []string
 	for i := range b.Replicas {
 		for j := range b.Replicas[i].Jobs {
 			job := &b.Replicas[i].Jobs[j]
 			if job.Status != JobExited {
 				job.Status = JobStopped
 			}
+			if job.Placed() {
+				ran = append(ran, assignmentID(ledger.Key{Bundle: b.ID(), Replica: b.Replicas[i].Slot, Job: job.Name}, job.NodeID))
+			}
 			job.NodeID, job.Grant, job.RestartAt = "", ledger.Grant{}, 0
 		}
 	}
+	b.Ran = ran
 	b.Outcome, b.FinishTime = outcome, t.now
 	b.Explain, b.Degradations = nil, nil
 	t.putBundle(b)
@@ -200,4 +207,27 @@ func (b *Bundle) Expired(now int64) bool {
 // held at the nearest bound.
 func exitCode32(code int) int32 {
 	return int32(min(max(code, math.MinInt32), math.MaxInt32))
+}
+
+// RanAs is the assignment that job of replica slot last ran as, once the
+// batch bundle finished; "" when it has not finished or the job never ran.
+func (b *Bundle) RanAs(slot int, job string) string {
+	prefix := AssignmentID(b.ID(), slot, job, "")
+	for _, id := range b.Ran {
+		if strings.HasPrefix(id, prefix) {
+			return id
+		}
+	}
+	return ""
+}
+
+// RanOn is the node a finished batch bundle's job ran on as assignment id
+// (Bundle.Ran): where to read the output its worker keeps a while.
+func (s *State) RanOn(id string) (node string, ok bool) {
+	bundle, _, _ := strings.Cut(id, ":") // bundle ids hold no ':' (namePattern)
+	b := s.Bundle(bundle)
+	if b == nil || !slices.Contains(b.Ran, id) {
+		return "", false
+	}
+	return id[strings.LastIndexByte(id, '@')+1:], true
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -104,6 +105,15 @@ func TestBatchOutcomes(t *testing.T) {
 					t.Fatalf("assignment %s still desired %s", a.ID, a.Desired)
 				}
 			}
+			// A finished bundle says where every job last ran, for its
+			// output; one still running says nothing.
+			var ran []string
+			for _, j := range tc.jobs {
+				ran = append(ran, assignmentID(keyOf("b", 0, j), "n1"))
+			}
+			if finished != slices.Equal(b.Ran, ran) || !finished && b.Ran != nil {
+				t.Fatalf("finished %v: ran %q, want %q", finished, b.Ran, ran)
+			}
 			checkInvariants(t, h.fsm)
 		})
 	}
@@ -151,4 +161,21 @@ func TestBatchSnapshot(t *testing.T) {
 
 func keyOf(bundle string, slot int, job string) ledger.Key {
 	return ledger.Key{Bundle: bundle, Replica: slot, Job: job}
+}
+
+// TestFinishedBatchRunsAgain: a finished batch bundle submitted again runs
+// from scratch: placed anew, its outcome and where it last ran forgotten.
+func TestFinishedBatchRunsAgain(t *testing.T) {
+	h := batchHarness(t, nil, "a")
+	h.report("a", JobExited, 0, 1)
+	b := h.fsm.State().Bundle("b")
+	if b.State != StateComplete || len(b.Ran) != 1 {
+		t.Fatalf("finished: state %s, ran %q", b.State, b.Ran)
+	}
+	h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: b.Spec, Now: 2})
+	b = h.fsm.State().Bundle("b")
+	if b.Outcome != "" || b.Ran != nil || b.Replicas[0].Jobs[0].Placed() {
+		t.Fatalf("submitted again: outcome %q, ran %q, job %+v", b.Outcome, b.Ran, b.Replicas[0].Jobs[0])
+	}
+	checkInvariants(t, h.fsm)
 }

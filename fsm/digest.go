@@ -24,7 +24,7 @@ func nextHashed(it rowstore.ResultIterator) any {
 	for {
 		raw := it.Next()
 		if b, ok := raw.(*Bundle); ok {
-			return withoutMessages(b)
+			return withoutDisplayOnly(b)
 		}
 		if cs, ok := raw.(*CapScope); !ok || cs.Caps != (ledger.PoolCaps{}) {
 			return raw
@@ -32,12 +32,13 @@ func nextHashed(it rowstore.ResultIterator) any {
 	}
 }
 
-// withoutMessages is b with its jobs' messages left out. A message is the
-// worker's words, mirrored for display only by servers that know the
-// field: during a rolling upgrade an older server applies the same report
-// without it, and servers at the same index must still agree.
-func withoutMessages(b *Bundle) *Bundle {
-	has := false
+// withoutDisplayOnly is b without what servers keep for display only: its
+// jobs' messages (the worker's words) and where a finished batch bundle's
+// jobs last ran. Servers from before either field apply the same commands
+// without it during a rolling upgrade, and servers at the same index must
+// still agree.
+func withoutDisplayOnly(b *Bundle) *Bundle {
+	has := b.Ran != nil
 	for _, r := range b.Replicas {
 		for _, j := range r.Jobs {
 			has = has || j.Message != ""
@@ -47,6 +48,7 @@ func withoutMessages(b *Bundle) *Bundle {
 		return b
 	}
 	cp := cloneBundle(b)
+	cp.Ran = nil
 	for i := range cp.Replicas {
 		for k := range cp.Replicas[i].Jobs {
 			cp.Replicas[i].Jobs[k].Message = ""

@@ -433,6 +433,17 @@ func TestDigestLeavesOutJobMessages(t *testing.T) {
 	if older := digest(); older != newer {
 		t.Fatal("a job's message changed the digest")
 	}
+	// Where a finished batch bundle's jobs ran is display only as well.
+	cp := cloneBundle(h.fsm.State().Bundle("b1"))
+	cp.Ran = []string{id}
+	txn := h.fsm.db.Txn(true)
+	if err := txn.Insert(tableBundles, cp); err != nil {
+		t.Fatal(err)
+	}
+	txn.Commit()
+	if digest() != newer {
+		t.Fatal("where the jobs ran changed the digest")
+	}
 	rewrite(func(j *JobPlacement) { j.Status = JobRunning })
 	if digest() == newer {
 		t.Fatal("the job's status did not change the digest")

@@ -427,6 +427,11 @@ type Bundle struct {
 	// Rolling is set while a service's launch change is being rolled out
 	// (some replicas still run an older generation).
 	Rolling bool `json:"rolling,omitempty" api:"-" row:"36"`
+	// Ran names, once a batch bundle finished, the assignments its jobs
+	// last ran as ("bundle:slot:job@node"): their workers keep the output
+	// a while, and a logs request finds the node by it. Display only: the
+	// digest leaves it out (digest.go).
+	Ran []string `json:"ran,omitempty" api:"-" row:"37"`
 
 	CreateIndex uint64 `json:"createIndex" row:"11"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"12"`

@@ -100,6 +100,8 @@ func bundleToAPIInto(out *api.Bundle, b *fsm.Bundle) {
 			}
 			if j := &r.Jobs[k]; j.Placed() {
 				rep.Jobs[k].AssignmentID = fsm.AssignmentID(b.ID(), r.Slot, j.Name, j.NodeID)
+			} else if b.Ran != nil {
+				rep.Jobs[k].AssignmentID = b.RanAs(r.Slot, j.Name) // its output stays readable a while
 			}
 		}
 	}

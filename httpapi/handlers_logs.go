@@ -30,11 +30,16 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	}
 	id := param(c, "id")
 	st := s.b.State()
-	a := st.Assignment(id)
-	if a == nil {
+	node, ok := "", false
+	if a := st.Assignment(id); a != nil {
+		node, ok = a.NodeID, true
+	} else {
+		node, ok = st.RanOn(id) // a finished batch job: its worker keeps the output a while
+	}
+	if !ok {
 		return notFound("assignment %q not found", id)
 	}
-	base, err := s.workerHTTP(a.NodeID)
+	base, err := s.workerHTTP(node)
 	if err != nil {
 		return err
 	}
@@ -45,25 +50,25 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	defer closeStream()
 	ctx, cancel := context.WithCancelCause(c.Request().Context())
 	defer cancel(nil)
-	go cancelWhenGone(ctx, s.stopping, cancel, s.workerGone(a.NodeID))
+	go cancelWhenGone(ctx, s.stopping, cancel, s.workerGone(node))
 	u := base + "/v1/assignments/" + url.PathEscape(id) + "/logs?" + opts.Values().Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return workerUnreachable(http.StatusBadGateway, "node %q publishes a bad log address: %v", a.NodeID, err)
+		return workerUnreachable(http.StatusBadGateway, "node %q publishes a bad log address: %v", node, err)
 	}
 	if tok := requestSecret(c.Request()); tok != "" {
 		req.Header.Set(api.HeaderToken, tok)
 	}
 	resp, err := s.fwd.Do(req)
 	if cause := context.Cause(ctx); errors.Is(cause, errWorkerGone) {
-		return workerUnreachable(http.StatusServiceUnavailable, "node %q stopped answering: %v", a.NodeID, cause)
+		return workerUnreachable(http.StatusServiceUnavailable, "node %q stopped answering: %v", node, cause)
 	}
 	if err != nil {
-		return workerUnreachable(http.StatusBadGateway, "node %q does not answer: %v", a.NodeID, err)
+		return workerUnreachable(http.StatusBadGateway, "node %q does not answer: %v", node, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return workerError(a.NodeID, resp)
+		return workerError(node, resp)
 	}
 	setIndex(c, st.Index(tableAssignments))
 	return streamText(c, resp.Body)

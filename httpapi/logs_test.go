@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/ledger"
 )
 
 // fakeWorker answers the worker's log route: the query and the token it
@@ -277,4 +279,39 @@ func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
 		t.Fatalf("the follow went on after its worker left: %q", l)
 	}
 	<-fw.left
+}
+
+// TestFinishedBatchJobLogs: once a batch bundle finished, its job is no
+// longer placed and its assignment is gone, but the bundle still names the
+// assignment the job ran as, and its logs are read from that node's worker
+// (which keeps the output a while); an id the bundle never ran as is not
+// found.
+func TestFinishedBatchJobLogs(t *testing.T) {
+	fw := newFakeWorker(t)
+	e := badInputEnv(t)
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)} })
+	e.b.mustApply(t, fsm.CreateBundleType, fsm.CreateBundleRequest{Spec: fsm.BundleSpec{
+		ID: "once", Pool: "p1", Priority: fsm.PrioritySilver, Placement: fsm.Placement{SameAz: fsm.SameAzOff}, Kind: fsm.KindBatch,
+		Jobs: []fsm.Job{{Name: "step", Requirements: ledger.Request{Capacity: 100}, Launch: fsm.Launch{Driver: fsm.DriverNone}}},
+	}})
+	e.b.mustApply(t, fsm.ApplyPlanType, fsm.Plan{Parts: []fsm.PlanPart{{Updates: []fsm.BundleUpdate{{
+		BundleID: "once", Place: []fsm.Place{{Slot: 0, Job: "step", Node: "n1", Grant: ledger.Grant{Capacity: 100}}},
+	}}}}})
+	const id = "once:0:step@n1"
+	e.b.mustApply(t, fsm.AssignmentStatusType, fsm.AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: fsm.JobExited})
+	e.b.mustApply(t, fsm.AssignmentStatusType, fsm.AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: fsm.JobStopped})
+	if e.b.State().Assignment(id) != nil {
+		t.Fatal("the finished job's assignment is still there: the test shows nothing")
+	}
+	b, _, err := e.c.Bundle(ctx(t), "once", nil)
+	if err != nil || b.State != api.StateComplete || b.Replicas[0].Jobs[0].AssignmentID != id {
+		t.Fatalf("finished bundle: %v, state %s, job %+v", err, b.State, b.Replicas[0].Jobs[0])
+	}
+	resp, body := logsGet(t, e, "/v1/assignments/"+id+"/logs?tail=5", "")
+	if resp.StatusCode != http.StatusOK || body != id+" stream=stdout&tail=5 token=\n" {
+		t.Fatalf("logs of the finished job: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := logsGet(t, e, "/v1/assignments/once:0:step@n2/logs", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("an assignment the bundle never ran as: %d", resp.StatusCode)
+	}
 }

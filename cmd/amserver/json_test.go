@@ -42,6 +42,15 @@ var jsonElsewhere = []string{"acl token create", "acl token delete", "acl token 
 // added without a case here fails the test.
 func TestJSONEveryCommand(t *testing.T) {
 	addr := startCluster(t)
+	// A node without a worker: one whose worker is alive cannot be
+	// deregistered (it would register again at once).
+	c, err := api.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RegisterNode(t.Context(), api.NodeSpec{ID: "spare-1", Pool: "default", TotalCapacity: 1}); err != nil {
+		t.Fatal(err)
+	}
 
 	dir := t.TempDir()
 	bundle := writeFile(t, dir, "b.yaml", "id: j-1\npool: default\njobs: [{name: enc, requirements: {capacity: 1}}]\n")
@@ -94,7 +103,7 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"bundle", "delete", "j-1"}},
 		{args: []string{"service", "delete", "probe"}},
 		{args: []string{"pool", "delete", "extra"}},
-		{args: []string{"node", "deregister", "worker-2", "--force"}},
+		{args: []string{"node", "deregister", "spare-1", "--force"}},
 		// A one-server cluster can neither hand leadership over nor lose
 		// its only peer: TestJSONNoBodyCommands covers these two.
 		{args: []string{"operator", "raft", "transfer-leadership"}},
