@@ -18,7 +18,9 @@ import (
 // admitLaunch bounds what JSON decodes a launch to (its job: command,
 // image, env) as launchLimit bounds the older fields, and refuses what no
 // process can be started with: NUL anywhere, an env name that is empty or
-// holds "=" (exec would set another variable than asked; docker refuses).
+// holds "=" (exec would set another variable than asked; docker refuses),
+// or one in the AMSERVER_ namespace the worker sets (docker refuses it,
+// exec let it override the workload's identity).
 func admitLaunch(l Launch) (code, msg string) {
 	if code, msg := envNames(l.Env); code != "" {
 		return code, msg
@@ -38,10 +40,17 @@ func commandEnvLimit(command []string, env map[string]string) (code, msg string)
 	return launchLimit(Launch{Command: command, Env: env})
 }
 
+// reservedEnvPrefix names the variables a worker gives every workload.
+const reservedEnvPrefix = "AMSERVER_"
+
 func envNames(env map[string]string) (code, msg string) {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if k == "" || strings.Contains(k, "=") {
 			return CodeInvalidRequirement, fmt.Sprintf("launch env name %q must not be empty or hold \"=\"", clip(k))
+		}
+		if strings.HasPrefix(strings.ToUpper(k), reservedEnvPrefix) {
+			return CodeInvalidRequirement, fmt.Sprintf("launch env name %q: %s* names are the worker's (the job's identity, tags and devices)",
+				clip(k), reservedEnvPrefix)
 		}
 	}
 	return "", ""
