@@ -53,6 +53,7 @@ type ctask struct {
 	permanent    bool
 
 	stopping bool
+	final    bool          // the stop is the task's last: a batch job's output is kept
 	stopped  chan struct{} // closed when a stop finished; stopErr says how
 	stopErr  error
 
@@ -68,6 +69,7 @@ type containerDriver struct {
 	backend containerBackend
 	logger  *slog.Logger
 	events  chan TaskEvent
+	retain  *retainStore // nil: a batch job's output goes with its task
 	every   time.Duration
 	kick    chan struct{}
 	ctx     context.Context // the driver's life: the watcher and deploys
@@ -78,11 +80,11 @@ type containerDriver struct {
 	gone  map[string]time.Time // recently stopped: not re-adopted from a stale listing
 }
 
-func newContainerDriver(runtime string, cfg RuntimeConfig, cli *dockerCLI, b containerBackend, events chan TaskEvent) *containerDriver {
+func newContainerDriver(runtime string, cfg RuntimeConfig, cli *dockerCLI, b containerBackend, events chan TaskEvent, retain *retainStore) *containerDriver {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &containerDriver{
 		runtime: runtime, nodeID: cfg.NodeID, root: cfg.assignmentsDir(), cli: cli, backend: b,
-		logger: cfg.Logger.With("runtime", runtime), events: events, every: cfg.WatchInterval,
+		logger: cfg.Logger.With("runtime", runtime), events: events, retain: retain, every: cfg.WatchInterval,
 		kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 		tasks: map[string]*ctask{}, gone: map[string]time.Time{},
 	}
@@ -123,7 +125,7 @@ func (d *containerDriver) Running() []string {
 // outcome comes through Events and later calls.
 func (d *containerDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
 	if a.Desired != api.DesiredRun {
-		if d.beginStop(a.ID) == nil {
+		if d.beginStop(a.ID, true) == nil {
 			return api.JobStopped, ""
 		}
 		return "", ""
@@ -224,11 +226,14 @@ func (d *containerDriver) poke() {
 }
 
 // beginStop starts tearing a task down (once) and returns it; nil when the
-// driver holds no such task.
-func (d *containerDriver) beginStop(id string) *ctask {
+// driver holds no such task. A final stop makes a stop under way final too.
+func (d *containerDriver) beginStop(id string, final bool) *ctask {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t := d.tasks[id]
+	if t != nil && final {
+		t.final = true
+	}
 	if t == nil || t.stopping {
 		return t
 	}
@@ -255,7 +260,13 @@ func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) 
 		t.logs.close()
 		t.logs = nil
 	}
+	keep := err == nil && t.final && t.a.RunOnce && d.retain != nil
 	d.mu.Unlock()
+	if keep {
+		if err := d.retain.keep(t.id, t.dir); err != nil {
+			d.logger.Warn("cannot keep a finished batch job's output", "assignment", t.id, "err", err)
+		}
+	}
 	if err == nil {
 		// Before the task is forgotten: a new deploy of the same id must
 		// not find its directory being removed.
@@ -287,8 +298,13 @@ func (d *containerDriver) ExitCode(id string) (int, bool) {
 }
 
 // Stop implements Driver.
-func (d *containerDriver) Stop(ctx context.Context, id string) error {
-	t := d.beginStop(id)
+func (d *containerDriver) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, false) }
+
+// retire implements retirer.
+func (d *containerDriver) retire(ctx context.Context, id string) error { return d.stop(ctx, id, true) }
+
+func (d *containerDriver) stop(ctx context.Context, id string, final bool) error {
+	t := d.beginStop(id, final)
 	if t == nil {
 		return nil
 	}

@@ -19,7 +19,8 @@ import (
 type RuntimeConfig struct {
 	NodeID string
 	// DataDir holds assignments/ (one directory per assignment: its
-	// output, its unpacked template), templates/ (archives by digest) and
+	// output, its unpacked template), retained/ (finished batch jobs'
+	// output, retainStore), templates/ (archives by digest) and
 	// wasm-cache/ (compiled modules).
 	DataDir string
 	// Runtimes to enable; empty: DetectRuntimes. exec, wasm and none are
@@ -46,6 +47,7 @@ type Dispatcher struct {
 	templates *templateCache
 	events    chan TaskEvent
 	logger    *slog.Logger
+	retain    *retainStore // finished batch jobs' output
 
 	mu    sync.Mutex
 	owner map[string]string // assignment → runtime of the driver that has it
@@ -72,15 +74,20 @@ func NewDispatcher(ctx context.Context, cfg RuntimeConfig) (*Dispatcher, error) 
 		templates: newTemplateCache(filepath.Join(cfg.DataDir, "templates"), cfg.Templates),
 		owner:     map[string]string{},
 	}
+	var err error
+	if d.retain, err = openRetainStore(filepath.Join(cfg.DataDir, "retained"), cfg.Logger, time.Now); err != nil {
+		return nil, err
+	}
 	exec, err := NewExecDriver(cfg.assignmentsDir(), cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
-	exec.events = d.events
+	exec.events, exec.retain = d.events, d.retain
 	wasm, err := newWasmDriver(cfg, d.templates, d.events)
 	if err != nil {
 		return nil, err
 	}
+	wasm.retain = d.retain
 	d.drivers[runtimeNone] = NewNoneDriver()
 	d.drivers[api.RuntimeExec] = exec
 	d.drivers[api.RuntimeWasm] = wasm
@@ -109,7 +116,7 @@ func (d *Dispatcher) addContainerDrivers(ctx context.Context, cfg RuntimeConfig)
 		return err
 	}
 	if wantDocker {
-		d.drivers[api.RuntimeDocker] = newContainerDriver(api.RuntimeDocker, cfg, cli, &dockerBackend{cli: cli}, d.events)
+		d.drivers[api.RuntimeDocker] = newContainerDriver(api.RuntimeDocker, cfg, cli, &dockerBackend{cli: cli}, d.events, d.retain)
 	}
 	if wantCompose {
 		cc, ok := composeCommand(ctx)
@@ -117,7 +124,7 @@ func (d *Dispatcher) addContainerDrivers(ctx context.Context, cfg RuntimeConfig)
 			return errors.New("compose runtime: neither `docker compose` nor `docker-compose` works")
 		}
 		b := &composeBackend{cli: cli, compose: cc, templates: d.templates, logger: cfg.Logger}
-		d.drivers[api.RuntimeCompose] = newContainerDriver(api.RuntimeCompose, cfg, cli, b, d.events)
+		d.drivers[api.RuntimeCompose] = newContainerDriver(api.RuntimeCompose, cfg, cli, b, d.events, d.retain)
 	}
 	return nil
 }
@@ -186,16 +193,30 @@ func (d *Dispatcher) setOwner(id, rt string) {
 
 // Stop implements Driver: whichever driver holds the task stops it
 // (adopted tasks have no recorded owner).
-func (d *Dispatcher) Stop(ctx context.Context, id string) error {
+func (d *Dispatcher) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, false) }
+
+// retire implements retirer: the task's last stop, which keeps a finished
+// batch job's output.
+func (d *Dispatcher) retire(ctx context.Context, id string) error { return d.stop(ctx, id, true) }
+
+func (d *Dispatcher) stop(ctx context.Context, id string, final bool) error {
 	var errs []error
 	for _, drv := range d.drivers {
-		if slices.Contains(drv.Running(), id) {
+		if !slices.Contains(drv.Running(), id) {
+			continue
+		}
+		if r, ok := drv.(retirer); ok && final {
+			errs = append(errs, r.retire(ctx, id))
+		} else {
 			errs = append(errs, drv.Stop(ctx, id))
 		}
 	}
 	d.setOwner(id, "")
 	return errors.Join(errs...)
 }
+
+// retained implements retainer.
+func (d *Dispatcher) retained() *retainStore { return d.retain }
 
 // Running implements Driver.
 func (d *Dispatcher) Running() []string {

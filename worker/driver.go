@@ -16,9 +16,10 @@ import (
 // through Events.
 //
 // A driver keeps each workload's stdout and stderr in files of the
-// assignment's directory (stdout.log, stderr.log; see taskDir), so that a
-// later Logs(assignmentID, stream, follow, tail) method can serve every
-// runtime the same way.
+// assignment's directory (stdout.log, stderr.log; see taskDir), so that
+// the log endpoint serves every runtime the same way (logSource). A
+// batch job's last stop moves them to the retainStore (retirer), which
+// serves them for a while after the job is gone.
 type Driver interface {
 	// Recover adopts what an earlier run of this worker left running
 	// (containers outlive a worker restart), so that it is not started
@@ -31,8 +32,10 @@ type Driver interface {
 	// the state to report (running, stopped, failed) and a message; an empty
 	// state means nothing to report yet.
 	Ensure(ctx context.Context, a api.Assignment) (state, message string)
-	// Stop stops a task that is no longer assigned and returns when it is
-	// gone or ctx ends (the stop then goes on in the background).
+	// Stop stops a task and removes its directory, and returns when it is
+	// gone or ctx ends (the stop then goes on in the background). The
+	// worker stops a task no longer assigned through retirer when the
+	// driver is one, so that a batch job's output is kept.
 	Stop(ctx context.Context, id string) error
 	// Running lists the ids of the tasks the driver holds, adopted ones
 	// included.
@@ -42,6 +45,22 @@ type Driver interface {
 	// Events reports changes the driver notices on its own (crashes,
 	// restarts, a deploy that finished); nil when it never does.
 	Events() <-chan TaskEvent
+}
+
+// retirer is a driver that tells a task's last stop (the servers stopped
+// its assignment or no longer list it here) from a stop before it runs
+// again (a restart, a new generation, a new launch, another runtime): the
+// last stop of a batch job (RunOnce) keeps its output in the retainStore,
+// where the log endpoint still finds it. Ensure of an assignment desired
+// stopped is a last stop too; Stop and StopAll are not.
+type retirer interface {
+	retire(ctx context.Context, id string) error
+}
+
+// retainer is a driver that keeps finished batch jobs' output (the
+// Dispatcher); the worker sets its retention period and prunes it.
+type retainer interface {
+	retained() *retainStore
 }
 
 // TaskEvent is a state change the driver noticed on its own (a crash, a

@@ -32,6 +32,7 @@ type ExecDriver struct {
 	stateDir  string        // assignments' directories: role/epoch file, stdout.log, stderr.log
 	stopGrace time.Duration // SIGTERM → SIGKILL delay
 	events    chan TaskEvent
+	retain    *retainStore // nil: a batch job's output goes with its task
 
 	mu    sync.Mutex
 	tasks map[string]*execTask
@@ -73,7 +74,7 @@ func (d *ExecDriver) Ensure(_ context.Context, a api.Assignment) (string, string
 	t := d.tasks[a.ID]
 	d.mu.Unlock()
 	if a.Desired != api.DesiredRun {
-		_ = d.Stop(context.Background(), a.ID)
+		_ = d.stop(a.ID, true)
 		return api.JobStopped, ""
 	}
 	if len(legacyJob(a.Launch).Command) == 0 {
@@ -110,14 +111,32 @@ func (d *ExecDriver) forget(id string) {
 
 // Stop implements Driver. The stop grace bounds it, not ctx: a child is
 // never left behind.
-func (d *ExecDriver) Stop(_ context.Context, id string) error {
+func (d *ExecDriver) Stop(_ context.Context, id string) error { return d.stop(id, false) }
+
+// retire implements retirer.
+func (d *ExecDriver) retire(_ context.Context, id string) error { return d.stop(id, true) }
+
+// stop halts the task and removes its directory; a batch task's last stop
+// (final) first moves its output to the retain store. The output is kept
+// before the task is forgotten, so that the log endpoint finds it in one
+// place or the other.
+func (d *ExecDriver) stop(id string, final bool) error {
 	d.mu.Lock()
 	t := d.tasks[id]
 	d.mu.Unlock()
-	if t != nil {
-		t.halt(d.stopGrace)
-		d.forget(id)
-		return os.RemoveAll(taskDir(d.stateDir, id))
+	if t == nil {
+		return nil
+	}
+	t.halt(d.stopGrace)
+	dir := taskDir(d.stateDir, id)
+	if final && t.current().RunOnce && d.retain != nil {
+		if err := d.retain.keep(id, dir); err != nil {
+			d.logger.Warn("cannot keep a finished batch job's output", "assignment", id, "err", err)
+		}
+	}
+	d.forget(id)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove task dir: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -207,8 +208,19 @@ func TestDockerRunOnce(t *testing.T) {
 	if code, ok := d.ExitCode(a.ID); !ok || code != 6 {
 		t.Fatalf("exit code %d %v", code, ok)
 	}
-	if err := d.Stop(context.Background(), a.ID); err != nil {
-		t.Fatal(err)
+	srv := logServer(t, d)
+	stderr := func() string {
+		_, body := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", url.Values{"stream": {"stderr"}}))
+		return body
+	}
+	poll.Eventually(t, 30*time.Second, "the container's output copied", func() error {
+		return poll.Check(stderr() == "exiting with code 6\n", "stderr %q", stderr())
+	})
+	// Its last stop keeps the output (retainStore).
+	a.Desired = api.DesiredStop
+	waitState(t, d, a, api.JobStopped, time.Minute)
+	if got := stderr(); got != "exiting with code 6\n" {
+		t.Fatalf("stderr after the stop: %q", got)
 	}
 }
 

@@ -1,5 +1,7 @@
 package worker
 
+import "github.com/amserver/amserver/api"
+
 // logSource is a driver whose tasks keep their output in a directory's
 // stdout.log and stderr.log (taskDir). The worker's log endpoint serves
 // only what a driver says it holds, so a caller cannot read the files of
@@ -19,13 +21,19 @@ var (
 	_ logSource = (*NoneDriver)(nil)
 )
 
-// taskLog implements logSource: whichever driver holds the task answers.
+// taskLog implements logSource: whichever driver holds the task answers,
+// else the retain store, whose tasks write no more.
 func (d *Dispatcher) taskLog(id string) (string, bool, bool) {
 	for _, drv := range d.drivers {
 		if src, ok := drv.(logSource); ok {
 			if dir, live, held := src.taskLog(id); held {
 				return dir, live, true
 			}
+		}
+	}
+	if d.retain != nil {
+		if dir, ok := d.retain.lookup(id); ok {
+			return dir, false, true
 		}
 	}
 	return "", false, false
@@ -39,14 +47,19 @@ func (d *NoneDriver) taskLog(id string) (string, bool, bool) {
 }
 
 // taskLog implements logSource: a held exec task is restarted whenever
-// it exits, so it stays live until it is stopped.
+// it exits, so it stays live until it is stopped, unless it is a batch
+// job that exited: that one writes no more.
 func (d *ExecDriver) taskLog(id string) (string, bool, bool) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.tasks[id] == nil {
+	t := d.tasks[id]
+	d.mu.Unlock()
+	if t == nil {
 		return "", false, false
 	}
-	return taskDir(d.stateDir, id), true, true
+	t.mu.Lock()
+	live := t.state != api.JobExited
+	t.mu.Unlock()
+	return taskDir(d.stateDir, id), live, true
 }
 
 // taskLog implements logSource: a module that exited stays held (exited)

@@ -98,12 +98,21 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 	for _, id := range w.cfg.Driver.Running() {
 		if !listed[id] {
 			w.logger.Info("stopping a task no longer assigned here", "assignment", id)
-			if err := w.cfg.Driver.Stop(ctx, id); err != nil && ctx.Err() == nil {
+			if err := w.stopUnassigned(ctx, id); err != nil && ctx.Err() == nil {
 				w.logger.Warn("stopping a task failed", "assignment", id, "err", err)
 			}
 		}
 	}
 	return nil
+}
+
+// stopUnassigned is a task's last stop: a driver that tells it from a
+// restart's stop (retirer) keeps a finished batch job's output.
+func (w *Worker) stopUnassigned(ctx context.Context, id string) error {
+	if r, ok := w.cfg.Driver.(retirer); ok {
+		return r.retire(ctx, id)
+	}
+	return w.cfg.Driver.Stop(ctx, id)
 }
 
 // restartOnNewGeneration stops a job whose assignment's generation moved

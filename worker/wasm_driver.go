@@ -39,6 +39,7 @@ type WasmDriver struct {
 	memoryMiB int
 	logger    *slog.Logger
 	events    chan TaskEvent
+	retain    *retainStore // nil: a batch module's output goes with its task
 
 	mu    sync.Mutex
 	tasks map[string]*wasmTask
@@ -51,6 +52,7 @@ type wasmTask struct {
 	state, msg string
 	code       int    // a batch module's exit code, once it exited
 	gen        uint64 // the assignment generation it runs
+	runOnce    bool   // a batch module: its last stop keeps its output
 	// A deploy that failed for a reason that may pass (the servers out of
 	// reach) is tried again after a backoff.
 	failures  int
@@ -105,7 +107,7 @@ func (d *WasmDriver) Running() []string {
 // failed) until its launch changes or it is stopped.
 func (d *WasmDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
 	if a.Desired != api.DesiredRun {
-		_ = d.Stop(ctx, a.ID)
+		_ = d.stop(ctx, a.ID, true)
 		return api.JobStopped, ""
 	}
 	spec := specHash(api.RuntimeWasm, a)
@@ -136,7 +138,7 @@ func (d *WasmDriver) retryDue(t *wasmTask) bool {
 
 func (d *WasmDriver) start(a api.Assignment, spec string, failures int) *wasmTask {
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures, gen: a.Generation}
+	t := &wasmTask{spec: spec, cancel: cancel, done: make(chan struct{}), failures: failures, gen: a.Generation, runOnce: a.RunOnce}
 	d.mu.Lock()
 	d.tasks[a.ID] = t
 	d.mu.Unlock()
@@ -298,7 +300,14 @@ func (d *WasmDriver) set(id string, t *wasmTask, state, msg string) {
 
 // Stop implements Driver: the module's context is cancelled, which closes
 // it (WithCloseOnContextDone), and its directory removed.
-func (d *WasmDriver) Stop(ctx context.Context, id string) error {
+func (d *WasmDriver) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, false) }
+
+// retire implements retirer.
+func (d *WasmDriver) retire(ctx context.Context, id string) error { return d.stop(ctx, id, true) }
+
+// stop stops the module; a batch module's last stop (final) first moves
+// its output to the retain store, once the module closed its files.
+func (d *WasmDriver) stop(ctx context.Context, id string, final bool) error {
 	d.mu.Lock()
 	t := d.tasks[id]
 	delete(d.tasks, id)
@@ -312,7 +321,16 @@ func (d *WasmDriver) Stop(ctx context.Context, id string) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return os.RemoveAll(taskDir(d.root, id))
+	dir := taskDir(d.root, id)
+	if final && t.runOnce && d.retain != nil {
+		if err := d.retain.keep(id, dir); err != nil {
+			d.logger.Warn("cannot keep a finished batch job's output", "assignment", id, "err", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove task dir: %w", err)
+	}
+	return nil
 }
 
 // StopAll implements Driver.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,12 @@ func TestWasmDriver(t *testing.T) {
 		}
 		a.Desired = api.DesiredStop
 		d.Ensure(context.Background(), a)
+		// Its output outlives the stop (retainStore), a finished log.
+		srv := logServer(t, d)
+		status, out := readAll(t, getLogs(t, t.Context(), srv, a.ID, "reader", url.Values{"follow": {"true"}}))
+		if status != 200 || !strings.Contains(out, envLine("AMSERVER_ROLE", "primary")) {
+			t.Fatalf("a stopped batch module's stdout: %d %q", status, out)
+		}
 	})
 
 	t.Run("memory limit", func(t *testing.T) {

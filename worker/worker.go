@@ -51,6 +51,12 @@ type Config struct {
 	// gossip advertise address for an unspecified host); gossip publishes it.
 	HTTPAddr      string
 	HTTPAdvertise string
+	// RetainFinished is how long a finished batch job's output
+	// (stdout.log, stderr.log) stays readable through the log endpoint
+	// after its assignment is stopped, with a driver that keeps it (the
+	// Dispatcher): 0 is DefaultRetainFinished (1 h), a negative period
+	// keeps none. At most 256 jobs' output is kept, the oldest dropped first.
+	RetainFinished time.Duration
 }
 
 // Worker joins gossip with its failure-domain labels, registers its
@@ -67,6 +73,9 @@ type Worker struct {
 	httpLn     net.Listener
 	httpURL    string
 	checkToken func(ctx context.Context, token string) error
+	// retain keeps finished batch jobs' output (the driver's); nil when
+	// the driver keeps none.
+	retain *retainStore
 
 	mu      sync.Mutex
 	server  int // index into servers() of the server in use
@@ -124,6 +133,10 @@ func New(cfg Config) (*Worker, error) {
 	if d, ok := cfg.Driver.(interface{ useTemplates(TemplateSource) }); ok {
 		d.useTemplates(w)
 	}
+	if r, ok := cfg.Driver.(retainer); ok && r.retained() != nil {
+		w.retain = r.retained()
+		w.retain.setMaxAge(cfg.RetainFinished)
+	}
 	return w, nil
 }
 
@@ -162,6 +175,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		go func() {
 			defer w.wg.Done()
 			w.serveHTTP(ctx)
+		}()
+	}
+	if w.retain != nil {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			w.retain.run(ctx) // what an earlier run kept expires too
 		}()
 	}
 	if events := w.cfg.Driver.Events(); events != nil {

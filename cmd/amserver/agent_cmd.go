@@ -32,6 +32,7 @@ type agentFlags struct {
 	bootstrapExpect    int
 	join, servers      []string
 	pool, az, cloud    string
+	retainFinished     time.Duration
 	timeoutScale       float64
 	probeInterval      time.Duration
 	probeTimeout       time.Duration
@@ -104,6 +105,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.StringVar(&f.pool, "pool", "default", "worker: the pool to register in")
 	fl.StringVar(&f.az, "az", "", "failure domain: availability zone label")
 	fl.StringVar(&f.cloud, "cloud", "", "failure domain: cloud label")
+	fl.DurationVar(&f.retainFinished, "retain-finished", worker.DefaultRetainFinished, "worker: keep a finished batch job's output readable (amserver logs) this long after it stops, at most 256 jobs' (0: the default; negative: keep none)")
 	fl.Float64Var(&f.timeoutScale, "timeout-scale", 1, "multiplier for every Raft timeout (raise on slow or loaded hosts)")
 	gd := gossip.DefaultConfig()
 	fl.DurationVar(&f.probeInterval, "gossip-probe-interval", gd.ProbeInterval, "how often a member probes another; dead-node detection scales with it (same on every member)")

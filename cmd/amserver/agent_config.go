@@ -106,7 +106,7 @@ func (f *agentFlags) workerConfig(logger *slog.Logger) (worker.Config, error) {
 		HTTPAddr: net.JoinHostPort(httpHost, strconv.Itoa(httpPort)),
 		NodeID:   id, Inventory: inv, AZ: f.az, Cloud: f.cloud, Driver: driver,
 		Servers: f.servers, Token: os.Getenv("AMSERVER_TOKEN"), Join: f.join, Gossip: gc, Logger: logger,
-		TLS: f.security.tlsFiles(),
+		TLS: f.security.tlsFiles(), RetainFinished: f.retainFinished,
 	}, nil
 }
 
