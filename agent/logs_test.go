@@ -141,3 +141,42 @@ func checkWorkerDirect(t *testing.T, ctx context.Context, w *worker.Worker, id, 
 		}
 	}
 }
+
+// TestFinishedBatchOutputThroughServer: a real exec batch job runs to its
+// end; once its bundle is complete (the job no longer placed, its
+// assignment gone), the bundle still names the assignment and its output
+// is read through a server from the worker, which kept it.
+func TestFinishedBatchOutputThroughServer(t *testing.T) {
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	ctx := ctxTimeout(t, 90*time.Second)
+	tc.StartWorkers(1, func(wc *worker.Config) {
+		drv, err := worker.NewDispatcher(ctx, worker.RuntimeConfig{NodeID: wc.NodeID, DataDir: t.TempDir(), Runtimes: []string{api.RuntimeExec}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc.Driver = drv
+	})
+	c := tc.Client(tc.Servers()[0])
+	waitReadyNodes(t, c, 1)
+	spec := oneJob("report", 1)
+	spec.Kind = api.KindBatch
+	spec.Jobs[0].Launch = api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", `echo "rows: 42"; echo "done" >&2`}}
+	if _, err := c.CreateBundle(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	b := bundleIs(t, ctx, c, 30*time.Second, "report", "complete", func(b *api.Bundle) bool { return b.State == api.StateComplete })
+	id := b.Replicas[0].Jobs[0].AssignmentID
+	if id == "" || b.Replicas[0].Jobs[0].NodeID != "" {
+		t.Fatalf("finished job %+v: want no node and its assignment named", b.Replicas[0].Jobs[0])
+	}
+	poll.Eventually(t, 20*time.Second, "the assignment gone once the worker stopped it", func() error {
+		list, _, err := c.Assignments(ctx, "worker-1", nil)
+		return poll.Check(err == nil && len(list) == 0, "%d assignments, %v", len(list), err)
+	})
+	if got, err := logText(ctx, c, id, api.LogOptions{Tail: api.TailAll}); err != nil || got != "rows: 42\n" {
+		t.Fatalf("the finished job's stdout: %q, %v", got, err)
+	}
+	if got, err := logText(ctx, c, id, api.LogOptions{Tail: api.TailAll, Stream: api.LogStderr, Follow: true}); err != nil || got != "done\n" {
+		t.Fatalf("the finished job's stderr, followed (ends at once): %q, %v", got, err)
+	}
+}

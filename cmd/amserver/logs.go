@@ -21,7 +21,8 @@ func newLogsCmd(a *app) *cobra.Command {
 		Long: `Print the output of one job of a bundle, as its worker keeps it: the
 primary's (replica 0) unless --replica names another, and the bundle's first
 job unless JOB names one. The server that answers proxies to the worker
-that runs the job.
+that runs the job. A finished batch job's output stays readable for a while
+(its worker's --retain-finished, 1 h by default).
 
 With -f the command goes on printing what the job writes until the job
 ends or the command is interrupted (--timeout applies only when given).
