@@ -3,6 +3,8 @@
 package sim
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,17 +37,42 @@ func TestPlantedBugsAreCaught(t *testing.T) {
 			}
 			opts := Options{Servers: 3, Faults: tc.faults, ClientsFail: tc.clientsFail}
 			const batch = 8
+			ran := 0
 			for first := 1; first <= budget; first += batch {
+				caught, by := 0, ""
 				for _, o := range runSeeds(t, first, batch, batch, opts, time.Time{}) {
+					// A seed whose cluster never ran can catch nothing: it
+					// is the harness failing, not the checkers passing.
+					if why, failed := setupFailed(o); failed {
+						t.Errorf("seed %d never ran, so it could not catch %s: %s", o.Report.Seed, tc.bug, why)
+						continue
+					}
+					ran++
 					if name, ok := caughtBy(o, tc.checkers); ok {
-						t.Logf("caught by %s: %s", name, o.Summary())
-						return
+						if caught++; by == "" {
+							by = fmt.Sprintf("%s: %s", name, o.Summary())
+						}
 					}
 				}
+				if caught > 0 {
+					t.Logf("caught in %d of seeds %d-%d (%d seeds ran in all); first by %s", caught, first, first+batch-1, ran, by)
+					return
+				}
 			}
-			t.Fatalf("%d seeds ran with %s planted and no checker among %v noticed", budget, tc.bug, tc.checkers)
+			t.Fatalf("%d seeds ran with %s planted (%d asked for) and no checker among %v noticed", ran, tc.bug, budget, tc.checkers)
 		})
 	}
+}
+
+// setupFailed returns the error of a seed whose cluster or workload never
+// started.
+func setupFailed(o *Outcome) (string, bool) {
+	for _, res := range o.Report.Results {
+		if res.Name == "setup" && !res.OK {
+			return strings.Join(res.Violations, "; "), true
+		}
+	}
+	return "", false
 }
 
 // caughtBy returns the first of the expected checkers that failed.
