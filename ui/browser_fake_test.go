@@ -42,6 +42,14 @@ func fakeBundle() api.Bundle {
 				{Name: "pkg", NodeID: "n-1", Status: api.JobFailed, Message: fakeJobMessage}}}}}
 }
 
+// fakeFinishedBundle is a complete batch bundle: its job holds no node,
+// and its assignment names the node it ran on.
+func fakeFinishedBundle() api.Bundle {
+	return api.Bundle{BundleSpec: api.BundleSpec{ID: "b-2", Pool: "default", Kind: api.KindBatch, Jobs: []api.Job{{Name: "step"}}},
+		State: api.StateComplete, Replicas: []api.Replica{{Index: 0, Role: api.RolePrimary, State: api.StateComplete,
+			Jobs: []api.JobPlacement{{Name: "step", Status: api.JobExited, AssignmentID: "b-2:0:step@n-2"}}}}}
+}
+
 // logs answers the job's output in pieces; a follower gets a line that
 // looks like HTML once moreLogs is closed, then waits for the caller.
 func (f *fakeAPI) logs(w http.ResponseWriter, r *http.Request) {
@@ -91,6 +99,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, []any{})
 	case "/v1/bundles/b-1":
 		writeJSON(w, http.StatusOK, fakeBundle())
+	case "/v1/bundles/b-2":
+		writeJSON(w, http.StatusOK, fakeFinishedBundle())
 	case "/v1/assignments/b-1:0:enc@n-1/logs":
 		f.logs(w, r)
 	case "/v1/events":
@@ -192,6 +202,13 @@ func TestBrowserTokenFeedAndErrors(t *testing.T) {
 			t.Fatalf("logs queries %v: no follow of stderr with the default tail", got)
 		}
 		b.shot(t, "bundle-logs")
+	})
+
+	t.Run("a finished batch job's output is offered with the node it ran on", func(t *testing.T) {
+		b.open(t, srv.URL+"/ui/#/bundles/b-2")
+		b.waitJS(t, "the finished job offered", `(() => { const o = document.querySelector('#logs-job option');
+			return o?.value === 'b-2:0:step@n-2' && o.textContent === 'primary · step (ran @ n-2)'; })()`)
+		b.open(t, srv.URL+"/ui/#/bundles/b-1")
 	})
 
 	t.Run("the bundle page says why a job failed", func(t *testing.T) {

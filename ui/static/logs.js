@@ -8,10 +8,14 @@ import { errorFrom, h, headers } from './app.js';
 // page without end; the oldest text goes first.
 const maxChars = 512 * 1024;
 
-// choices are the placed jobs of the bundle, primary first.
+// choices are the placed jobs of the bundle, primary first, and a finished
+// batch bundle's jobs, whose assignment names the node they ran on (its
+// worker keeps their output a while).
 function choices(b) {
   return (b.replicas || []).flatMap((r) => r.jobs.filter((j) => j.assignmentId).map((j) => ({
-    id: j.assignmentId, label: `${r.role} · ${j.name} @ ${j.nodeId}`,
+    id: j.assignmentId,
+    label: j.nodeId ? `${r.role} · ${j.name} @ ${j.nodeId}`
+      : `${r.role} · ${j.name} (ran @ ${j.assignmentId.slice(j.assignmentId.lastIndexOf('@') + 1)})`,
   })));
 }
 
