@@ -2,33 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/internal/fakeclock"
 	"github.com/amserver/amserver/internal/poll"
 )
-
-// fakeClock is a clock the test moves.
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func ms(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
 
@@ -70,11 +49,11 @@ func TestAdmissionShare(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newFakeClock()
-			a := newAdmission(tc.factor, defaultAdmitWindow, clock.now)
+			clock := fakeclock.New(time.Unix(1_700_000_000, 0))
+			a := newAdmission(tc.factor, defaultAdmitWindow, clock.Now)
 			for i, w := range tc.windows {
 				windowOf(a, w.writes...)
-				clock.add(defaultAdmitWindow)
+				clock.Advance(defaultAdmitWindow)
 				if got := a.Share(); got != w.share {
 					t.Fatalf("after window %d: share %v, want %v", i, got, w.share)
 				}
@@ -86,17 +65,17 @@ func TestAdmissionShare(t *testing.T) {
 // TestAdmissionCooldown: a slot rests busy*(1/share-1) after a use, so
 // expensive work holds at most the share of its time.
 func TestAdmissionCooldown(t *testing.T) {
-	clock := newFakeClock()
-	a := newAdmission(2, defaultAdmitWindow, clock.now)
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
+	a := newAdmission(2, defaultAdmitWindow, clock.Now)
 	if got := a.cooldown(ms(100)); got != 0 {
 		t.Fatalf("whole share: rest %v, want none", got)
 	}
 	windowOf(a, ms(5), ms(5), ms(5))
-	clock.add(defaultAdmitWindow)
+	clock.Advance(defaultAdmitWindow)
 	windowOf(a, ms(50), ms(50), ms(50))
-	clock.add(defaultAdmitWindow)
+	clock.Advance(defaultAdmitWindow)
 	windowOf(a, ms(50), ms(50), ms(50))
-	clock.add(defaultAdmitWindow) // share 1/4
+	clock.Advance(defaultAdmitWindow) // share 1/4
 	if got, want := a.cooldown(ms(100)), ms(300); got != want {
 		t.Fatalf("quarter share: rest %v, want %v", got, want)
 	}
@@ -113,17 +92,17 @@ func TestAdmissionCooldown(t *testing.T) {
 // floorWindows windows with writes, so a lasting change of the disk moves
 // it, and latencies back at the new normal no longer count as slow.
 func TestAdmissionFloorForgets(t *testing.T) {
-	clock := newFakeClock()
-	a := newAdmission(2, defaultAdmitWindow, clock.now)
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
+	a := newAdmission(2, defaultAdmitWindow, clock.Now)
 	windowOf(a, ms(1), ms(1), ms(1))
-	clock.add(defaultAdmitWindow)
+	clock.Advance(defaultAdmitWindow)
 	for range floorWindows {
 		windowOf(a, ms(20), ms(20), ms(20))
-		clock.add(defaultAdmitWindow)
+		clock.Advance(defaultAdmitWindow)
 	}
 	for range int(1 / defaultShareStep) {
 		windowOf(a, ms(20), ms(20), ms(20))
-		clock.add(defaultAdmitWindow)
+		clock.Advance(defaultAdmitWindow)
 	}
 	if got := a.Share(); got != 1 {
 		t.Fatalf("share %v after the floor moved to the new normal, want 1", got)
@@ -133,13 +112,13 @@ func TestAdmissionFloorForgets(t *testing.T) {
 // TestLimiterRestsSlots: with a reduced share, a released slot is taken
 // again only after its rest.
 func TestLimiterRestsSlots(t *testing.T) {
-	clock := newFakeClock()
-	a := newAdmission(2, defaultAdmitWindow, clock.now)
+	clock := fakeclock.New(time.Unix(1_700_000_000, 0))
+	a := newAdmission(2, defaultAdmitWindow, clock.Now)
 	windowOf(a, ms(5), ms(5), ms(5))
-	clock.add(defaultAdmitWindow)
+	clock.Advance(defaultAdmitWindow)
 	for range 5 {
 		windowOf(a, ms(500), ms(500), ms(500))
-		clock.add(defaultAdmitWindow)
+		clock.Advance(defaultAdmitWindow)
 	}
 	l := newLimiter(1, 1, 20*time.Millisecond)
 	l.admit = a
@@ -147,7 +126,7 @@ func TestLimiterRestsSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.add(100 * time.Millisecond) // held this long: it rests 31 times that, in real time
+	clock.Advance(100 * time.Millisecond) // held this long: it rests 31 times that, in real time
 	release()
 	if _, err := l.acquire(context.Background(), "b", false); !isTooMany(err) {
 		t.Fatalf("a resting slot was handed out: %v", err)

@@ -36,12 +36,12 @@ func TestBatchRestartTimer(t *testing.T) {
 	tm := &timers{l: e.l}
 	gen := e.store.State().BundleAssignments("b")[0].Generation
 	e.exit(3)
-	e.clock.advance(29 * time.Second)
+	e.clock.Advance(29 * time.Second)
 	tm.pass(e.ctx)
 	if a := e.store.State().BundleAssignments("b")[0]; a.Generation != gen || a.Status != fsm.JobExited {
 		t.Fatalf("restarted before its delay: %+v", a)
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	tm.pass(e.ctx)
 	a := e.store.State().BundleAssignments("b")[0]
 	job := e.get("b").Replicas[0].Jobs[0]
@@ -53,12 +53,12 @@ func TestBatchRestartTimer(t *testing.T) {
 	if b.State != fsm.StateFailed || b.Replicas[0].Jobs[0].ExitCode != 4 || len(e.store.State().Reservations()) != 0 {
 		t.Fatalf("after the last attempt: state %s, job %+v, reservations %d", b.State, b.Replicas[0].Jobs[0], len(e.store.State().Reservations()))
 	}
-	e.clock.advance(59 * time.Minute)
+	e.clock.Advance(59 * time.Minute)
 	tm.pass(e.ctx)
 	if got := e.get("b").State; got != fsm.StateFailed {
 		t.Fatalf("deleted before its ttl: %s", got)
 	}
-	e.clock.advance(time.Minute)
+	e.clock.Advance(time.Minute)
 	tm.pass(e.ctx)
 	if got := e.get("b").State; got != fsm.StateDeleting {
 		t.Fatalf("ttl passed, state %s", got)
@@ -77,7 +77,7 @@ func TestBatchDelayModeKeepsRestarting(t *testing.T) {
 	tm := &timers{l: e.l}
 	for i := 1; i <= 3; i++ {
 		e.exit(1)
-		e.clock.advance(time.Second)
+		e.clock.Advance(time.Second)
 		tm.pass(e.ctx)
 		if job := e.get("b").Replicas[0].Jobs[0]; int(job.Attempts) != i || e.get("b").State == fsm.StateFailed {
 			t.Fatalf("round %d: job %+v, state %s", i, job, e.get("b").State)

@@ -35,7 +35,7 @@ func TestPlacerHonoursClusterAndGroupCaps(t *testing.T) {
 			e.store.ok(fsm.SetCapsType, &fsm.SetCapsRequest{Caps: tc.caps})
 			for _, c := range []struct{ id, pool, prio string }{{"b", "z", fsm.PriorityBronze}, {"s", "y", fsm.PrioritySilver}, {"g", "x", fsm.PriorityGold}} {
 				e.bundle(c.id, c.pool, c.prio, 2000)
-				e.clock.advance(time.Second)
+				e.clock.Advance(time.Second)
 			}
 			(&placer{l: e.l}).pass(e.ctx)
 			for id, want := range tc.want {
@@ -64,7 +64,7 @@ func TestPlacerRetriesWhenCapsRise(t *testing.T) {
 		t.Fatalf("bundle b is %s under the cap, want unplaceable", got)
 	}
 	e.store.ok(fsm.SetCapsType, &fsm.SetCapsRequest{Caps: fsm.ClusterCaps{Caps: ledger.PoolCaps{MaxCapacity: 4000}}})
-	e.clock.advance(recordCoalesce)
+	e.clock.Advance(recordCoalesce)
 	p.pass(e.ctx)
 	if got := e.get("b").State; got != fsm.StatePlaced {
 		t.Fatalf("bundle b is %s once the cap rose, want placed", got)

@@ -35,7 +35,7 @@ func TestDeleter(t *testing.T) {
 			e.place("b", 0, "n1")
 			e.store.ok(fsm.DeleteBundleType, &fsm.DeleteBundleRequest{ID: "b", Now: e.now()})
 			tc.then(e)
-			e.clock.advance(tc.wait)
+			e.clock.Advance(tc.wait)
 			(&deleter{l: e.l}).pass(e.ctx)
 			gone := e.store.State().Bundle("b") == nil
 			if gone != tc.purged {
@@ -69,7 +69,7 @@ func TestDeleterNeverPlaced(t *testing.T) {
 	e.bundle("kept", "p", "", 1000)
 	e.bundle("b", "p", "", 1000)
 	e.store.ok(fsm.DeleteBundleType, &fsm.DeleteBundleRequest{ID: "b", Now: e.now()})
-	e.clock.advance(time.Hour)
+	e.clock.Advance(time.Hour)
 	(&deleter{l: e.l}).pass(e.ctx)
 	st := e.store.State()
 	if st.Bundle("b") != nil || st.Bundle("kept") == nil {

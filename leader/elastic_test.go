@@ -89,12 +89,12 @@ func TestElasticSpawnTimeout(t *testing.T) {
 	d := e.elastic()
 	d.pass(e.ctx)
 	first := e.spawns()[0]
-	e.clock.advance(time.Duration(fsm.DefaultSpawnTimeout) - time.Second)
+	e.clock.Advance(time.Duration(fsm.DefaultSpawnTimeout) - time.Second)
 	d.pass(e.ctx)
 	if sp := e.store.State().Spawn(first.ID); sp.State != fsm.SpawnSpawning {
 		t.Fatalf("spawn %s before its timeout", sp.State)
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	d.pass(e.ctx)
 	if sp := e.store.State().Spawn(first.ID); sp.State != fsm.SpawnDeleting || sp.DeleteReason != fsm.SpawnTimeoutReason {
 		t.Fatalf("spawn %s (%q) at its timeout, want deleting for %s", sp.State, sp.DeleteReason, fsm.SpawnTimeoutReason)
@@ -143,23 +143,23 @@ func TestElasticIdleAndScaleDown(t *testing.T) {
 	if sp := e.store.State().Spawn(busy.ID); sp.IdleSince != 0 {
 		t.Fatal("a node running a bundle is still idle")
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	deleteAndPurge(e, "work")
 	d.pass(e.ctx) // idle again, a second after the other
 	p.Warm = 0
 	e.pool(p)
 	first := e.store.State().Spawn(spawns[0].ID).IdleSince
-	e.clock.advance(time.Duration(first+fsm.DefaultIdleTimeout-e.now()) - time.Second)
+	e.clock.Advance(time.Duration(first+fsm.DefaultIdleTimeout-e.now()) - time.Second)
 	d.pass(e.ctx)
 	if got := countSpawns(e, fsm.SpawnDeleting); got != 0 {
 		t.Fatalf("%d spawns given back before the idle timeout", got)
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	d.pass(e.ctx)
 	if sp := e.store.State().Spawn(spawns[0].ID); sp.State != fsm.SpawnDeleting || countSpawns(e, fsm.SpawnDeleting) != 1 {
 		t.Fatalf("want only the longest idle spawn given back, it is %s", sp.State)
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	d.pass(e.ctx)
 	if got := countSpawns(e, fsm.SpawnDeleting); got != 2 {
 		t.Fatalf("%d spawns given back, want both once each has been idle for the timeout", got)
@@ -249,12 +249,12 @@ func TestElasticGiveBack(t *testing.T) {
 			}
 			e.prov.setDeleted(sp.ID, e.clock.Now())
 			if tc.grace {
-				e.clock.advance(e.l.cfg.Elastic.DeleteGrace - time.Nanosecond)
+				e.clock.Advance(e.l.cfg.Elastic.DeleteGrace - time.Nanosecond)
 				d.pass(e.ctx)
 				if e.store.State().Spawn(sp.ID) == nil {
 					t.Fatal("spawn forgotten before DeleteGrace while its node is still there")
 				}
-				e.clock.advance(time.Nanosecond)
+				e.clock.Advance(time.Nanosecond)
 			}
 			d.pass(e.ctx)
 			if e.store.State().Spawn(sp.ID) != nil || e.store.State().Node(sp.NodeID) != nil {
@@ -295,10 +295,10 @@ func TestElasticScaleDownKeepsMinNodes(t *testing.T) {
 	d.pass(e.ctx) // all idle from now
 	p.Warm, p.MinNodes = 0, 1
 	e.pool(p)
-	e.clock.advance(time.Duration(fsm.DefaultIdleTimeout))
+	e.clock.Advance(time.Duration(fsm.DefaultIdleTimeout))
 	for range 3 {
 		d.pass(e.ctx)
-		e.clock.advance(time.Second)
+		e.clock.Advance(time.Second)
 	}
 	if got := countSpawns(e, fsm.SpawnRegistered); got != 1 {
 		t.Fatalf("%d nodes left registered, want minNodes (1)", got)
@@ -335,7 +335,7 @@ func TestElasticProvisionerGivesUp(t *testing.T) {
 	if e.store.State().Spawn(first.ID) != nil {
 		t.Fatal("a spawn whose delete call gave up is still in the state")
 	}
-	e.clock.advance(provisionerRest)
+	e.clock.Advance(provisionerRest)
 	d.pass(e.ctx)
 	if sp := e.spawns(); len(sp) != 1 || sp[0].ID == first.ID || sp[0].State != fsm.SpawnSpawning {
 		t.Fatalf("after the rest: spawns %+v, want a new one spawning", sp)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/fakeclock"
 	"github.com/amserver/amserver/ledger"
 )
 
@@ -20,7 +21,7 @@ type env struct {
 	t       tb
 	ctx     context.Context
 	store   *fsmRig
-	clock   *fakeClock
+	clock   *fakeclock.Clock
 	members *fakeMembership
 	voters  *fakeVoters
 	prov    *fakeProvisioning
@@ -31,7 +32,7 @@ type env struct {
 // newEnv builds the env; opts adjust the leader's Config before New.
 func newEnv(t tb, opts ...func(*Config)) *env {
 	e := &env{
-		t: t, ctx: context.Background(), store: newFSMRig(t), clock: newFakeClock(),
+		t: t, ctx: context.Background(), store: newFSMRig(t), clock: fakeclock.New(time.Unix(1_700_000_000, 0)),
 		members: &fakeMembership{}, voters: &fakeVoters{voters: map[string]string{"s1": "10.0.0.1:7001"}},
 		prov: newFakeProvisioning(), logs: &logRecorder{},
 	}

@@ -183,26 +183,6 @@ func typesOf(ps []proposal) []fsm.MessageType {
 	return out
 }
 
-// fakeClock is a Clock that moves only when the test advances it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // fakeMembership is a gossip view the test sets member by member.
 type fakeMembership struct {
 	mu      sync.Mutex

@@ -31,7 +31,7 @@ func TestPlacementProperty(t *testing.T) {
 			"placer":   func(*rapid.T) { m.p.pass(m.e.ctx) },
 			"failover": func(*rapid.T) { m.f.pass(m.e.ctx) },
 			"drainer":  func(*rapid.T) { m.d.pass(m.e.ctx) },
-			"deleter":  func(*rapid.T) { m.e.clock.advance(30 * time.Second); m.x.pass(m.e.ctx) },
+			"deleter":  func(*rapid.T) { m.e.clock.Advance(30 * time.Second); m.x.pass(m.e.ctx) },
 			"settle":   m.settle,
 			"":         m.check,
 		})
@@ -100,7 +100,7 @@ func (m *placementModel) create(t *rapid.T) {
 		}
 	}
 	m.e.create(s)
-	m.e.clock.advance(time.Second)
+	m.e.clock.Advance(time.Second)
 }
 
 func (m *placementModel) delete(t *rapid.T) {
@@ -121,7 +121,7 @@ func (m *placementModel) delete(t *rapid.T) {
 // net: nothing may wait for it.
 func (m *placementModel) settle(t *rapid.T) {
 	for range 10 {
-		m.e.clock.advance(recordCoalesce)
+		m.e.clock.Advance(recordCoalesce)
 		m.p.pass(m.e.ctx)
 	}
 	m.e.store.take()
@@ -129,7 +129,7 @@ func (m *placementModel) settle(t *rapid.T) {
 	probe.scannedAt, probe.scannedChange, probe.rescan = time.Time{}, 0, false
 	// Past recordCoalesce, so a plan of records the probe finds commits
 	// rather than being held (a held plan commits nothing and would pass).
-	m.e.clock.advance(recordCoalesce)
+	m.e.clock.Advance(recordCoalesce)
 	if n := probe.pass(m.e.ctx); n != 0 {
 		t.Fatalf("a placer that read every unplaceable bundle committed %d parts the settled one left: %v", n, typesOf(m.e.store.take()))
 	}

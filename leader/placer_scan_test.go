@@ -25,7 +25,7 @@ func TestPlacerReadsUnplaceableWhenTheyMayFit(t *testing.T) {
 		t.Helper()
 		for range 4 { // a full plan, then the rest: held, then committed
 			p.pass(e.ctx)
-			e.clock.advance(recordCoalesce)
+			e.clock.Advance(recordCoalesce)
 		}
 	}
 	settle()
@@ -45,12 +45,12 @@ func TestPlacerReadsUnplaceableWhenTheyMayFit(t *testing.T) {
 	e.store.take()
 	// Nothing left, nothing changed: no walk until unplaceableRescan.
 	walked := p.scannedAt
-	e.clock.advance(5 * time.Second)
+	e.clock.Advance(5 * time.Second)
 	p.pass(e.ctx)
 	if !p.scannedAt.Equal(walked) {
 		t.Fatalf("a pass with no cluster change and nothing left read the unplaceable bundles (at %v)", p.scannedAt)
 	}
-	e.clock.advance(unplaceableRescan)
+	e.clock.Advance(unplaceableRescan)
 	p.pass(e.ctx)
 	if !p.scannedAt.Equal(e.clock.Now()) {
 		t.Fatalf("no read after %v (last at %v)", unplaceableRescan, p.scannedAt)
@@ -58,10 +58,10 @@ func TestPlacerReadsUnplaceableWhenTheyMayFit(t *testing.T) {
 	// A read owed to an earlier pass is one read, even when it finds
 	// nothing to place.
 	p.rescan = true
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	p.pass(e.ctx)
 	walked = p.scannedAt
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	p.pass(e.ctx)
 	if !walked.Equal(e.clock.Now().Add(-time.Second)) || !p.scannedAt.Equal(walked) {
 		t.Fatalf("read at %v, then at %v: want one read, a second before now (%v)", walked, p.scannedAt, e.clock.Now())
@@ -86,9 +86,9 @@ func TestPlacerRetriesAPlanThatFailed(t *testing.T) {
 	e.node("n2", "p", 1500, 4, fsm.NodeReady)
 	joined := clusterIndex(e.store.State())
 	e.store.failNext(raftstore.ErrNoLeader)
-	e.clock.advance(recordCoalesce)
+	e.clock.Advance(recordCoalesce)
 	p.pass(e.ctx)
-	e.clock.advance(recordCoalesce)
+	e.clock.Advance(recordCoalesce)
 	p.pass(e.ctx)
 	if b := e.get("big"); b.AttemptIndex < joined {
 		t.Fatalf("big last tried at %d, before the node joined at %d", b.AttemptIndex, joined)
@@ -136,7 +136,7 @@ func TestPlacerRetriesHeldUnplaceable(t *testing.T) {
 	if ps := e.store.take(); len(ps) != 0 || e.get("big").AttemptIndex >= joined {
 		t.Fatalf("the second record was not held: %v, attempt %d", typesOf(ps), e.get("big").AttemptIndex)
 	}
-	e.clock.advance(recordCoalesce)
+	e.clock.Advance(recordCoalesce)
 	p.pass(e.ctx)
 	if b := e.get("big"); b.AttemptIndex < joined {
 		t.Fatalf("big last tried at %d, before the node joined at %d", b.AttemptIndex, joined)

@@ -57,7 +57,7 @@ func TestPlacerQueueOrder(t *testing.T) {
 				s := spec(id, "p", prio, 100)
 				s.Jobs[0].Priority = jobPrio
 				e.create(s)
-				e.clock.advance(time.Second)
+				e.clock.Advance(time.Second)
 			}
 			var got []string
 			for _, b := range placementQueue(e.store.State(), false) {
@@ -78,7 +78,7 @@ func TestPlacerPlacesByBand(t *testing.T) {
 	for _, c := range []string{"b:bronze", "s:silver", "g:gold"} {
 		id, prio, _ := strings.Cut(c, ":")
 		e.bundle(id, "p", prio, 1000)
-		e.clock.advance(time.Second)
+		e.clock.Advance(time.Second)
 	}
 	(&placer{l: e.l}).pass(e.ctx)
 	for id, want := range map[string]string{"g": fsm.StatePlaced, "s": fsm.StateUnplaceable, "b": fsm.StateUnplaceable} {
@@ -131,7 +131,7 @@ func TestPlacerLeavesUnplaceableAlone(t *testing.T) {
 	}
 	e.store.take()
 	for range 3 {
-		e.clock.advance(time.Minute)
+		e.clock.Advance(time.Minute)
 		p.pass(e.ctx)
 	}
 	if ps := e.store.take(); len(ps) != 0 {
@@ -179,7 +179,7 @@ func TestPlacerCoalescesFailureRecords(t *testing.T) {
 	if e.get("big3").State != fsm.StatePending {
 		t.Fatalf("big3 %s, want held", e.get("big3").State)
 	}
-	e.clock.advance(recordCoalesce)
+	e.clock.Advance(recordCoalesce)
 	p.pass(e.ctx)
 	if e.get("big3").State != fsm.StateUnplaceable {
 		t.Fatalf("big3 %s after the interval, want its record committed", e.get("big3").State)
@@ -233,7 +233,7 @@ func TestPlacerPreemptionBudget(t *testing.T) {
 	}
 	for i := range n {
 		e.bundle(fmt.Sprintf("gold%02d", i), "p", fsm.PriorityGold, 1000)
-		e.clock.advance(time.Millisecond)
+		e.clock.Advance(time.Millisecond)
 	}
 	p := &placer{l: e.l}
 	p.pass(e.ctx)
@@ -285,14 +285,14 @@ func TestPlacerPreemptRetry(t *testing.T) {
 				t.Fatalf("g %s, x %s: want g unplaceable and x placed", e.get("g").State, e.get("x").State)
 			}
 			deleteAndPurge(e, "peer") // 3000 free now: g fits only by evicting x
-			e.clock.advance(preemptRetry / 2)
+			e.clock.Advance(preemptRetry / 2)
 			tried := e.get("g").AttemptIndex
 			p.pass(e.ctx)
 			if g := e.get("g"); g.State != fsm.StateUnplaceable || g.AttemptIndex == tried || e.get("x").State != fsm.StatePlaced {
 				t.Fatalf("within preemptRetry: g %s (attempt %d, was %d), x %s; want g tried without evicting",
 					g.State, g.AttemptIndex, tried, e.get("x").State)
 			}
-			e.clock.advance(preemptRetry / 2)
+			e.clock.Advance(preemptRetry / 2)
 			if change {
 				e.node("n2", "q", 100, 1, fsm.NodeReady)
 			}
@@ -376,7 +376,7 @@ func TestPlacerSkipsHeldRecordsUntilTheyCanChange(t *testing.T) {
 	if rest, _ := split(); len(rest) != 0 {
 		t.Fatalf("held again: rest %v", rest)
 	}
-	e.clock.advance(recordCoalesce)
+	e.clock.Advance(recordCoalesce)
 	if rest, held := split(); len(rest) != 2 || len(held) != 0 {
 		t.Fatalf("after the hold: rest %v, held %v; want both placed again", rest, held)
 	}

@@ -125,13 +125,13 @@ func TestReconcileDeadServerCleanup(t *testing.T) {
 	e.members.set(member("s3", gossip.RoleServer, gossip.StatusAlive, e.clock.Now()))
 	r := &reconciler{l: e.l}
 	for _, step := range []time.Duration{0, time.Minute, 3*time.Minute + 59*time.Second} {
-		e.clock.advance(step)
+		e.clock.Advance(step)
 		r.servers(e.ctx)
 		if calls := e.voters.takeCalls(); len(calls) != 0 {
 			t.Fatalf("removed after %s: %v", step, calls)
 		}
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	r.servers(e.ctx)
 	if calls := e.voters.takeCalls(); !slices.Equal(calls, []string{"remove s2"}) {
 		t.Fatalf("after the cleanup delay: %v, want s2 removed", calls)
@@ -216,7 +216,7 @@ func TestReconcileNodes(t *testing.T) {
 				}
 				e.members.set(m)
 			}
-			e.clock.advance(time.Second)
+			e.clock.Advance(time.Second)
 			r := &reconciler{l: e.l}
 			r.nodes(e.ctx, true)
 			n := e.store.State().Node("n1")

@@ -38,13 +38,13 @@ func TestTimers(t *testing.T) {
 			e.node("n1", "p", 100, 1, fsm.NodeUnknown) // the pool; nothing is placed
 			e.create(timedSpec(t, e, tc.start, tc.stop, tc.inJob))
 			tm := &timers{l: e.l}
-			e.clock.advance(tc.early)
+			e.clock.Advance(tc.early)
 			tm.pass(e.ctx)
 			if got := e.get("b").State; got != tc.before {
 				t.Fatalf("at +%s the bundle is %s, want %s", tc.early, got, tc.before)
 			}
 			e.store.take()
-			e.clock.advance(tc.due - tc.early)
+			e.clock.Advance(tc.due - tc.early)
 			tm.pass(e.ctx)
 			if got := e.get("b").State; got != tc.after {
 				t.Fatalf("at +%s the bundle is %s, want %s", tc.due, got, tc.after)
@@ -128,7 +128,7 @@ func TestTimersSkip(t *testing.T) {
 	}
 	e.create(timedSpec(t, e, time.Minute, 0, false))
 	e.store.take()
-	e.clock.advance(2 * time.Minute) // due, and the table changed since the pass
+	e.clock.Advance(2 * time.Minute) // due, and the table changed since the pass
 	tm.pass(e.ctx)
 	if ps := e.store.take(); len(ps) != 1 || ps[0].typ != fsm.TimerType {
 		t.Fatalf("a bundle created after a pass: proposed %v, want one Timer", typesOf(ps))
@@ -143,7 +143,7 @@ func TestTimersSkip(t *testing.T) {
 	if ps := e.store.take(); len(ps) != 0 {
 		t.Fatalf("proposed %v before anything was due", typesOf(ps))
 	}
-	e.clock.advance(time.Minute)
+	e.clock.Advance(time.Minute)
 	tm.pass(e.ctx)
 	if ps := e.store.take(); len(ps) != 1 || ps[0].typ != fsm.TimerType {
 		t.Fatalf("c's startAt reached: proposed %v, want one Timer", typesOf(ps))

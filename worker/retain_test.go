@@ -9,38 +9,18 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/fakeclock"
 	"github.com/amserver/amserver/internal/poll"
 )
 
-// fakeClock is the retain store's clock in tests: expiry without waiting.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().Truncate(time.Second)} }
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func openStore(t *testing.T, root string, clock *fakeClock) *retainStore {
+func openStore(t *testing.T, root string, clock *fakeclock.Clock) *retainStore {
 	t.Helper()
-	s, err := openRetainStore(root, slog.New(slog.DiscardHandler), clock.now)
+	s, err := openRetainStore(root, slog.New(slog.DiscardHandler), clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +75,7 @@ func entries(t *testing.T, dir string) int {
 // the id looks like.
 func TestRetainStoreKeep(t *testing.T) {
 	base, root := t.TempDir(), filepath.Join(t.TempDir(), "retained")
-	s := openStore(t, root, newFakeClock())
+	s := openStore(t, root, fakeclock.New(time.Now().Truncate(time.Second)))
 	id := "b1:0:job@w1"
 	src := taskFiles(t, base, id, "first run", "")
 	if err := s.keep(id, src); err != nil {
@@ -149,17 +129,17 @@ func TestRetainStoreBounds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			base, root, clock := t.TempDir(), filepath.Join(t.TempDir(), "retained"), newFakeClock()
+			base, root, clock := t.TempDir(), filepath.Join(t.TempDir(), "retained"), fakeclock.New(time.Now().Truncate(time.Second))
 			s := openStore(t, root, clock)
 			s.setMaxAge(tc.maxAge)
 			s.maxKeep = tc.maxKeep
-			start, ids := clock.now(), make([]string, tc.keep)
+			start, ids := clock.Now(), make([]string, tc.keep)
 			for i := range ids {
 				ids[i] = "b" + string(rune('a'+i)) + ":0:job@w1"
 				keepTask(t, s, base, ids[i], ids[i])
-				clock.add(time.Second)
+				clock.Advance(time.Second)
 			}
-			clock.add(start.Add(tc.after).Sub(clock.now()))
+			clock.Advance(start.Add(tc.after).Sub(clock.Now()))
 			s.prune()
 			want := map[string]bool{}
 			for _, i := range tc.served {
@@ -181,10 +161,10 @@ func TestRetainStoreBounds(t *testing.T) {
 // restart) serves what the last one kept, ages it from when it was kept,
 // and removes what is not a complete kept task.
 func TestRetainStoreRestart(t *testing.T) {
-	base, root, clock := t.TempDir(), filepath.Join(t.TempDir(), "retained"), newFakeClock()
+	base, root, clock := t.TempDir(), filepath.Join(t.TempDir(), "retained"), fakeclock.New(time.Now().Truncate(time.Second))
 	s := openStore(t, root, clock)
 	keepTask(t, s, base, "old:0:job@w1", "old output")
-	clock.add(30 * time.Minute)
+	clock.Advance(30 * time.Minute)
 	keepTask(t, s, base, "new:0:job@w1", "new output")
 	// A keep cut short (no id file yet), and a directory whose id file
 	// names another task: neither is served, both are removed.
@@ -208,7 +188,7 @@ func TestRetainStoreRestart(t *testing.T) {
 	if n := entries(t, root); n != 2 {
 		t.Fatalf("%d directories after the restart, want the 2 kept", n)
 	}
-	clock.add(30 * time.Minute) // the first kept is an hour old
+	clock.Advance(30 * time.Minute) // the first kept is an hour old
 	s2.prune()
 	if _, ok := s2.lookup("old:0:job@w1"); ok {
 		t.Fatal("output kept before the restart did not expire")
@@ -221,7 +201,7 @@ func TestRetainStoreRestart(t *testing.T) {
 // TestRetainStoreRun: run prunes at once and then periodically until its
 // context ends.
 func TestRetainStoreRun(t *testing.T) {
-	base, root, clock := t.TempDir(), filepath.Join(t.TempDir(), "retained"), newFakeClock()
+	base, root, clock := t.TempDir(), filepath.Join(t.TempDir(), "retained"), fakeclock.New(time.Now().Truncate(time.Second))
 	s := openStore(t, root, clock)
 	keepTask(t, s, base, "a:0:job@w1", "a")
 	s.every = 10 * time.Millisecond
@@ -229,7 +209,7 @@ func TestRetainStoreRun(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); s.run(ctx) }()
 	defer func() { cancel(); <-done }()
-	clock.add(2 * time.Hour)
+	clock.Advance(2 * time.Hour)
 	poll.Eventually(t, 10*time.Second, "expired output removed", func() error {
 		n := entries(t, root)
 		return poll.Check(n == 0, "%d directories left", n)
