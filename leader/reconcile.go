@@ -24,6 +24,7 @@ type reconciler struct {
 	l         *Leader
 	nodeIndex uint64          // nodes-table index at the last node pass
 	held      map[string]bool // servers whose removal the last pass held back (holdRemoval)
+	refused   map[string]bool // nodes whose worker the servers refuse, as last logged
 }
 
 func (r *reconciler) Name() string { return "reconcile" }
@@ -181,14 +182,10 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 			continue // never seen in gossip: it stays unknown until it joins
 		}
 		want := gossipStatus[m.Status]
-		if want == fsm.NodeReady && m.Meta.Tags[gossip.TagRegistration] == gossip.RegistrationRefused {
+		if r.refusedWorker(n.ID, m) && want == fsm.NodeReady {
 			// Its worker runs nothing new: ready would draw placements
 			// that never start. Suspect places nothing and moves nothing.
 			want = fsm.NodeSuspect
-			if n.Status != want {
-				l.log.Warn("the servers refuse this node's worker (see its log), so the node gets no new placements",
-					"node", n.ID)
-			}
 		}
 		labels := maps.Clone(n.Labels)
 		setIfSet(&labels, "az", m.Meta.AZ)
@@ -198,6 +195,31 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 		}
 	}
 	applyAll(ctx, l, fsm.NodeStatusType, reqs)
+}
+
+const msgWorkerRefused = "the servers refuse this node's worker (its log says why), so the node is suspect: no new placements"
+
+// refusedWorker reports whether node's worker says the servers refuse it
+// (gossip.TagRegistration), and logs when that starts and ends.
+func (r *reconciler) refusedWorker(node string, m gossip.Member) bool {
+	refused := m.Meta.Tags[gossip.TagRegistration] == gossip.RegistrationRefused
+	if refused == r.refused[node] {
+		return refused
+	}
+	if refused {
+		r.l.log.Warn(msgWorkerRefused, "node", node)
+	} else {
+		r.l.log.Info("this node's worker is registered again", "node", node)
+	}
+	if r.refused == nil {
+		r.refused = map[string]bool{}
+	}
+	if refused {
+		r.refused[node] = true
+	} else {
+		delete(r.refused, node)
+	}
+	return refused
 }
 
 func setIfSet(labels *map[string]string, k, v string) {

@@ -279,3 +279,32 @@ func TestReconcileManyNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileSaysWhenAWorkerIsRefused: the leader says once that a
+// node's worker is refused, also when the node was suspect already (a
+// worker killed and restarted at once is suspected before it is refused),
+// and the node is ready again once the refusal ends.
+func TestReconcileSaysWhenAWorkerIsRefused(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 1, fsm.NodeSuspect)
+	m := member("n1", gossip.RoleWorker, gossip.StatusAlive, e.clock.Now())
+	m.Meta.AZ = "az-n1"
+	m.Meta.Tags = map[string]string{gossip.TagRegistration: gossip.RegistrationRefused}
+	e.members.set(m)
+	r := &reconciler{l: e.l}
+	for range 2 {
+		r.nodes(e.ctx, true)
+	}
+	if ps := e.store.take(); len(ps) != 0 || e.store.State().Node("n1").Status != fsm.NodeSuspect {
+		t.Fatalf("proposed %v; node %s, want it left suspect", typesOf(ps), e.store.State().Node("n1").Status)
+	}
+	if got := e.logs.count(slog.LevelWarn, msgWorkerRefused); got != 1 {
+		t.Fatalf("%d warnings that the worker is refused, want 1", got)
+	}
+	m.Meta.Tags = nil
+	e.members.set(m)
+	r.nodes(e.ctx, true)
+	if n := e.store.State().Node("n1"); n.Status != fsm.NodeReady {
+		t.Fatalf("node %s once the refusal ended, want ready", n.Status)
+	}
+}
