@@ -85,6 +85,9 @@ func bundleToAPIInto(out *api.Bundle, b *fsm.Bundle) {
 		placed := rep.Jobs
 		*rep = api.Replica{}
 		replicaPair.ToAPI(rep, r)
+		if b.Outcome != "" {
+			rep.State = b.Outcome // its jobs hold no node: not "pending", finished
+		}
 		rep.Index = i
 		if i == 0 && !b.Spec.IsService() {
 			rep.Epoch = b.Epoch

@@ -304,8 +304,8 @@ func TestFinishedBatchJobLogs(t *testing.T) {
 		t.Fatal("the finished job's assignment is still there: the test shows nothing")
 	}
 	b, _, err := e.c.Bundle(ctx(t), "once", nil)
-	if err != nil || b.State != api.StateComplete || b.Replicas[0].Jobs[0].AssignmentID != id {
-		t.Fatalf("finished bundle: %v, state %s, job %+v", err, b.State, b.Replicas[0].Jobs[0])
+	if err != nil || b.State != api.StateComplete || b.Replicas[0].Jobs[0].AssignmentID != id || b.Replicas[0].State != api.StateComplete {
+		t.Fatalf("finished bundle: %v, state %s, replica %s, job %+v", err, b.State, b.Replicas[0].State, b.Replicas[0].Jobs[0])
 	}
 	resp, body := logsGet(t, e, "/v1/assignments/"+id+"/logs?tail=5", "")
 	if resp.StatusCode != http.StatusOK || body != id+" stream=stdout&tail=5 token=\n" {
