@@ -63,7 +63,7 @@ func (c *cluster) inject(ctx context.Context, kind string, rng *rand.Rand) (stri
 		c.killWorker(w)
 		return fmt.Sprintf("%s %s", kind, w.id), func(ctx context.Context) error { return c.startWorker(ctx, w) }
 	case FaultSqueeze:
-		w := c.workers[rng.IntN(len(c.workers))]
+		w := c.busiestWorker(rng)
 		return fmt.Sprintf("%s %s", kind, w.id), c.squeeze(ctx, w, rng)
 	case FaultRing:
 		return kind, c.ring()
