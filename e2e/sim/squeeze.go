@@ -14,9 +14,10 @@ import (
 // FaultSqueeze is an operator resizing nodes under load: a worker's node
 // (the one holding the most, which placement keeps choosing) is
 // re-registered, again and again, with just the capacity it has reserved,
-// each time the leader has a bundle to place, then given its capacity back. Plans the leader built before a shrink must
-// be rejected by the FSM's re-check when they land after it; this is the
-// fault that proves the re-check is there.
+// each time the leader has a bundle to place, then given its capacity
+// back. Plans the leader built before a shrink must be rejected by the
+// FSM's re-check when they land after it; this is the fault that proves
+// the re-check is there.
 const FaultSqueeze = "squeeze"
 
 // workerCapacity is every simulated worker's full capacity.
