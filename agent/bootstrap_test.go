@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,31 +15,10 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/internal/logrec"
 	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/internal/testcluster"
 )
-
-// logTap records the messages logged through it.
-type logTap struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (l *logTap) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logTap) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.msgs = append(l.msgs, r.Message)
-	return nil
-}
-func (l *logTap) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logTap) WithGroup(string) slog.Handler      { return l }
-
-func (l *logTap) saw(prefix string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.ContainsFunc(l.msgs, func(m string) bool { return strings.HasPrefix(m, prefix) })
-}
 
 // TestReplacementServerDoesNotBootstrap: a fresh server started with
 // --bootstrap-expect next to a running cluster (a replacement whose id
@@ -59,7 +36,7 @@ func TestReplacementServerDoesNotBootstrap(t *testing.T) {
 			return poll.Check(ok && m.Meta.Tags["raft"] == "1", "%s sees %s with tags %v (known %v)", viewer.NodeID(), s.NodeID(), m.Meta.Tags, ok)
 		})
 	}
-	tap := &logTap{}
+	tap := &logrec.Recorder{}
 	c.AddServer(func(cfg *agent.Config) {
 		cfg.NodeID, cfg.Logger, cfg.Join = "a0", slog.New(tap), []string{servers[0].Gossip().LocalAddr()}
 	})
@@ -79,8 +56,8 @@ func TestReplacementServerDoesNotBootstrap(t *testing.T) {
 		}
 		return errors.New("no leader among s1..s3")
 	})
-	if tap.saw("raft bootstrapped") || !tap.saw("not bootstrapping") {
-		t.Fatalf("the replacement bootstrapped a configuration of its own: %v", tap.msgs)
+	if tap.Saw("raft bootstrapped") || !tap.Saw("not bootstrapping") {
+		t.Fatalf("the replacement bootstrapped a configuration of its own: %v", tap.Messages())
 	}
 }
 
@@ -108,7 +85,7 @@ func TestWipedServerRejoinsWithoutBootstrapping(t *testing.T) {
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	tap := &logTap{}
+	tap := &logrec.Recorder{}
 	reborn := c.Restart(victim, func(cfg *agent.Config) {
 		if err := os.RemoveAll(cfg.DataDir); err != nil {
 			t.Fatal(err)
@@ -129,7 +106,7 @@ func TestWipedServerRejoinsWithoutBootstrapping(t *testing.T) {
 		return poll.Check(back && reborn.FSM().State().Pool("before-wipe") != nil,
 			"in the configuration %v, caught up %v", back, reborn.FSM().State().Pool("before-wipe") != nil)
 	})
-	if tap.saw("raft bootstrapped") {
-		t.Fatalf("the wiped server bootstrapped Raft again: %s", strings.Join(tap.msgs, "; "))
+	if tap.Saw("raft bootstrapped") {
+		t.Fatalf("the wiped server bootstrapped Raft again: %s", strings.Join(tap.Messages(), "; "))
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/internal/fakeclock"
+	"github.com/amserver/amserver/internal/logrec"
 	"github.com/amserver/amserver/ledger"
 )
 
@@ -25,7 +25,7 @@ type env struct {
 	members *fakeMembership
 	voters  *fakeVoters
 	prov    *fakeProvisioning
-	logs    *logRecorder
+	logs    *logrec.Recorder
 	l       *Leader
 }
 
@@ -34,7 +34,7 @@ func newEnv(t tb, opts ...func(*Config)) *env {
 	e := &env{
 		t: t, ctx: context.Background(), store: newFSMRig(t), clock: fakeclock.New(time.Unix(1_700_000_000, 0)),
 		members: &fakeMembership{}, voters: &fakeVoters{voters: map[string]string{"s1": "10.0.0.1:7001"}},
-		prov: newFakeProvisioning(), logs: &logRecorder{},
+		prov: newFakeProvisioning(), logs: &logrec.Recorder{},
 	}
 	cfg := Config{
 		NodeID: "s1", Store: e.store, Clock: e.clock, Membership: e.members, Voters: e.voters,
@@ -169,33 +169,6 @@ func member(name string, role gossip.Role, status gossip.Status, since time.Time
 		m.Meta.RaftAddr = serverAddr(name)
 	}
 	return m
-}
-
-// logRecorder is a slog.Handler that keeps every record, to check what a
-// duty logs (and that it does not repeat a warning every pass).
-type logRecorder struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *logRecorder) WithGroup(string) slog.Handler            { return h }
-
-func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, r.Clone())
-	return nil
-}
-
-// count counts records at level or above whose message is msg.
-func (h *logRecorder) count(level slog.Level, msg string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(slices.DeleteFunc(slices.Clone(h.records), func(r slog.Record) bool {
-		return r.Level < level || r.Message != msg
-	}))
 }
 
 // TestRunStopsWithContext: every duty's loop, wired to the fakes, returns

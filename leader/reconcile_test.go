@@ -165,7 +165,7 @@ func TestReconcileVoterErrors(t *testing.T) {
 			if got := len(e.voters.takeCalls()); got != tc.calls {
 				t.Fatalf("%d AddVoter calls, want %d", got, tc.calls)
 			}
-			if got := e.logs.count(slog.LevelWarn, "not adding server to raft"); got != tc.warnings {
+			if got := e.logs.Count(slog.LevelWarn, "not adding server to raft"); got != tc.warnings {
 				t.Fatalf("%d warnings, want %d", got, tc.warnings)
 			}
 			if ps := e.store.take(); len(ps) != 0 {
@@ -298,7 +298,7 @@ func TestReconcileSaysWhenAWorkerIsRefused(t *testing.T) {
 	if ps := e.store.take(); len(ps) != 0 || e.store.State().Node("n1").Status != fsm.NodeSuspect {
 		t.Fatalf("proposed %v; node %s, want it left suspect", typesOf(ps), e.store.State().Node("n1").Status)
 	}
-	if got := e.logs.count(slog.LevelWarn, msgWorkerRefused); got != 1 {
+	if got := e.logs.Count(slog.LevelWarn, msgWorkerRefused); got != 1 {
 		t.Fatalf("%d warnings that the worker is refused, want 1", got)
 	}
 	m.Meta.Tags = nil

@@ -57,7 +57,7 @@ func TestPrepare(t *testing.T) {
 			if got := len(e.store.take()); got != tc.writes {
 				t.Fatalf("%d token writes, want %d", got, tc.writes)
 			}
-			if got := e.logs.count(slog.LevelError, "configured ACL token refused by the state"); got != tc.logged {
+			if got := e.logs.Count(slog.LevelError, "configured ACL token refused by the state"); got != tc.logged {
 				t.Fatalf("%d errors logged, want %d", got, tc.logged)
 			}
 			if err != nil || tc.logged > 0 {

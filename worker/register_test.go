@@ -15,41 +15,9 @@ import (
 
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/internal/logrec"
 	"github.com/amserver/amserver/internal/poll"
 )
-
-// records is a slog handler that keeps what is logged, for tests that
-// check what an operator would read.
-type records struct {
-	mu   sync.Mutex
-	list []slog.Record
-}
-
-func (h *records) Enabled(context.Context, slog.Level) bool { return true }
-func (h *records) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *records) WithGroup(string) slog.Handler            { return h }
-func (h *records) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.list = append(h.list, r.Clone())
-	return nil
-}
-
-// at lists the records of one level, each as its message and attributes.
-func (h *records) at(level slog.Level) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []string
-	for _, r := range h.list {
-		if r.Level != level {
-			continue
-		}
-		line := r.Message
-		r.Attrs(func(a slog.Attr) bool { line += fmt.Sprintf(" %s=%v", a.Key, a.Value); return true })
-		out = append(out, line)
-	}
-	return out
-}
 
 var (
 	shrunk    = &api.Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: "new inventory of node w2 is below what is reserved"}
@@ -84,14 +52,14 @@ func TestRegistrationRefusalIsLoud(t *testing.T) {
 		{"transient failures", []error{noLeader, busy, unknown, errNet, noLeader, ok}, nil, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := &records{}
+			h := &logrec.Recorder{}
 			start := time.Unix(1_000_000, 0)
 			now := start
 			reg := &registrationLog{logger: slog.New(h), now: func() time.Time { return now }}
 			var got []string
 			for i, err := range tc.tries {
 				now = start.Add(time.Duration(i) * 5 * time.Second)
-				before := len(h.at(slog.LevelError))
+				before := len(h.At(slog.LevelError))
 				if err == nil {
 					reg.registered("s1")
 					continue
@@ -99,7 +67,7 @@ func TestRegistrationRefusalIsLoud(t *testing.T) {
 				if _, refusal := refusal(err); reg.refused(err) != refusal {
 					t.Errorf("try %d (%v): refused() disagrees with refusal()", i, err)
 				}
-				for _, line := range h.at(slog.LevelError)[before:] {
+				for _, line := range h.At(slog.LevelError)[before:] {
 					got = append(got, fmt.Sprintf("at %ds: %s", i*5, line))
 				}
 			}
@@ -112,7 +80,7 @@ func TestRegistrationRefusalIsLoud(t *testing.T) {
 					t.Errorf("error %d: %s\nwant %s, with the server's message and a fix", i, got[i], want)
 				}
 			}
-			if n := len(h.at(slog.LevelInfo)); n != tc.infos {
+			if n := len(h.At(slog.LevelInfo)); n != tc.infos {
 				t.Errorf("%d successes logged, want %d", n, tc.infos)
 			}
 		})
@@ -153,7 +121,7 @@ func TestRunSaysRegistrationIsRefused(t *testing.T) {
 		http.NotFound(rw, r)
 	}))
 	defer srv.Close()
-	h := &records{}
+	h := &logrec.Recorder{}
 	gc := gossip.DefaultConfig()
 	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
 	w, err := New(Config{NodeID: "w2", Inventory: api.NodeSpec{Pool: "default", TotalCapacity: 0.1},
@@ -167,7 +135,7 @@ func TestRunSaysRegistrationIsRefused(t *testing.T) {
 	go func() { defer close(done); w.run(ctx) }()
 	defer func() { cancel(); <-done }()
 	poll.Eventually(t, 10*time.Second, "an Error saying registration is refused", func() error {
-		errs := h.at(slog.LevelError)
+		errs := h.At(slog.LevelError)
 		return poll.Check(len(errs) == 1 && strings.Contains(errs[0], shrunk.Message) && strings.Contains(errs[0], "amserver node drain w2"),
 			"errors logged: %q", errs)
 	})
