@@ -48,6 +48,7 @@ type Dispatcher struct {
 	events    chan TaskEvent
 	logger    *slog.Logger
 	retain    *retainStore // finished batch jobs' output
+	root      string       // the task directories (RuntimeConfig.assignmentsDir)
 
 	mu    sync.Mutex
 	owner map[string]string // assignment → runtime of the driver that has it
@@ -72,7 +73,7 @@ func NewDispatcher(ctx context.Context, cfg RuntimeConfig) (*Dispatcher, error) 
 	d := &Dispatcher{
 		drivers: map[string]Driver{}, events: make(chan TaskEvent, 256), logger: cfg.Logger,
 		templates: newTemplateCache(filepath.Join(cfg.DataDir, "templates"), cfg.Templates),
-		owner:     map[string]string{},
+		owner:     map[string]string{}, root: cfg.assignmentsDir(),
 	}
 	var err error
 	if d.retain, err = openRetainStore(filepath.Join(cfg.DataDir, "retained"), cfg.Logger, time.Now); err != nil {

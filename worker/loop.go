@@ -74,9 +74,15 @@ func (w *Worker) poll(ctx context.Context, c *api.Client, index uint64) (uint64,
 // change. Tasks the server no longer lists are stopped: after a partition
 // heals, nothing keeps running that is not assigned here.
 func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assignment) error {
-	listed := map[string]bool{}
+	listed, held := map[string]bool{}, map[string]bool{}
+	for _, id := range w.cfg.Driver.Running() {
+		held[id] = true
+	}
 	for _, a := range list {
 		listed[a.ID] = true
+		if ranToItsEnd(a) && !held[a.ID] {
+			continue
+		}
 		w.restartOnNewGeneration(ctx, a)
 		state, msg := w.cfg.Driver.Ensure(ctx, a)
 		report := api.AssignmentStatus{State: state, Message: msg, Generation: a.Generation}
@@ -103,7 +109,18 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 			}
 		}
 	}
+	if s, ok := w.cfg.Driver.(sweeper); ok {
+		s.sweep(list)
+	}
 	return nil
+}
+
+// ranToItsEnd: the servers have this generation of a batch job's exit. A
+// driver that no longer holds the task (the worker restarted since) must
+// not run it again: only a restart the bundle's policy decides does, by
+// a new generation, which resets the status.
+func ranToItsEnd(a api.Assignment) bool {
+	return a.RunOnce && a.Desired == api.DesiredRun && a.Status == api.JobExited
 }
 
 // stopUnassigned is a task's last stop: a driver that tells it from a
