@@ -284,3 +284,36 @@ func TestServiceRolloutThroughCluster(t *testing.T) {
 		t.Fatalf("after the rollout: epoch %d→%d, %d replicas", before.Epoch, after.Epoch, len(after.Replicas))
 	}
 }
+
+// TestServiceRolloutResumesAfterScaleDown: a rollout waiting on a replica
+// that cannot be placed (maxPerNode 1, one node) goes on once a replace
+// scales that replica away, with nothing else changing: the replace itself
+// moves it (the API sets the command's Rollout).
+func TestServiceRolloutResumesAfterScaleDown(t *testing.T) {
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	drv := newLaunchDriver()
+	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
+	c := tc.Client(tc.Servers()[0])
+	waitReadyNodes(t, c, 1)
+	ctx := ctxTimeout(t, 60*time.Second)
+	svc := api.BundleSpec{ID: "web", Pool: "default", Kind: api.KindService, Count: 2, MaxPerNode: 1, Jobs: []api.Job{envJob("1")}}
+	if _, err := c.CreateBundle(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "web", "one replica running, one unplaced", func(b *api.Bundle) bool {
+		return len(b.Replicas) == 2 && len(b.Replicas[0].Jobs) == 1 && b.Replicas[0].Jobs[0].Status == api.JobRunning
+	})
+	svc.Jobs[0].Launch.Job.Env = map[string]string{"V": "2"}
+	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "web", "generation 1, waiting", func(b *api.Bundle) bool { return b.Generation == 1 })
+	svc.Count = 1
+	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, 30*time.Second, "replica 0 restarted with V=2", func() error {
+		ev := drv.seen("web:0:j@worker-1")
+		return poll.Check(restarted(ev, "V=2"), "driver saw %v", ev)
+	})
+}

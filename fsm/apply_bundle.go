@@ -76,6 +76,9 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 		}
 		if launchChanged(&old.Spec, &spec) {
 			t.relaunch(b, &spec)
+		} else if b.Rolling && req.Rollout {
+			b.Spec = spec
+			t.advanceRollout(b)
 		}
 	}
 	b.Spec = spec

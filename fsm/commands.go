@@ -130,6 +130,12 @@ type ReplaceBundleRequest struct {
 	Spec BundleSpec
 	CAS  uint64
 	Now  int64
+	// Rollout: a replace that leaves a service's launch alone moves its
+	// pending rollout on, as a scale-down or a larger maxUnavailable may
+	// have freed its budget (nothing else would: no replica reports). A
+	// command without it, committed by an older leader, is applied as it
+	// was then, so that a replica replaying it reaches the others' state.
+	Rollout bool `json:",omitempty"`
 }
 
 // DeleteBundleRequest starts the stop-then-delete saga.

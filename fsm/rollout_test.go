@@ -76,3 +76,76 @@ func TestServiceRollout(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutMovesOnWhenAReplaceFreesItsBudget: a rollout waiting on an
+// unplaced replica (maxUnavailable spent) moves on when a replace that
+// leaves the launch alone frees the budget: a scale-down that removes the
+// unplaced replica, or a larger maxUnavailable. No replica reports after
+// it, so nothing else would move it. A replace committed without Rollout
+// (an older leader's) is applied as it was then.
+func TestRolloutMovesOnWhenAReplaceFreesItsBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		count, maxUnav int  // the replace's
+		rollout        bool // the command's flag
+		relaunched     int  // replicas at the new generation right after it
+	}{
+		{"scale-down removes the unplaced replica", 3, 1, true, 1},
+		{"larger maxUnavailable", 4, 2, true, 1},
+		{"older leader's command", 3, 1, false, 0},
+		{"nothing freed", 4, 1, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p"}})
+			h.readyNode(testNode("n1", "p", "a", "x", 64000, 0))
+			launch := func(v string) Launch {
+				return Launch{Kind: "legacy", Job: &LegacyJob{Driver: "none", Env: map[string]string{"V": v}}}
+			}
+			spec := testBundle("s", "p", testJob("web", 1000, 0))
+			spec.Kind, spec.Count, spec.MaxUnavailable = KindService, 4, 1
+			spec.Jobs[0].Launch = launch("1")
+			h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+			u := BundleUpdate{BundleID: "s"}
+			for slot := range 3 { // replica 3 stays unplaced: the pool is full
+				u.Place = append(u.Place, h.placeAll("s", slot, "n1").Updates[0].Place...)
+				u.Place[slot].Grant.Capacity = 1000
+			}
+			h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Updates: []BundleUpdate{u}}}})
+			for _, a := range h.fsm.State().BundleAssignments("s") {
+				h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: a.ID, Status: JobRunning})
+			}
+			next := h.fsm.State().Bundle("s").Spec
+			next.Jobs = []Job{next.Jobs[0]} // the state's own slice is not ours to write
+			next.Jobs[0].Launch = launch("2")
+			h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: true})
+			if n := relaunchedReplicas(h); n != 0 {
+				t.Fatalf("%d replicas relaunched with the budget spent on the unplaced one", n)
+			}
+			next = h.fsm.State().Bundle("s").Spec
+			next.Count, next.MaxUnavailable = tc.count, tc.maxUnav
+			h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: tc.rollout})
+			if n := relaunchedReplicas(h); n != tc.relaunched {
+				t.Fatalf("%d replicas relaunched after the replace, want %d", n, tc.relaunched)
+			}
+			if b := h.fsm.State().Bundle("s"); !b.Rolling {
+				t.Fatalf("the rollout reads finished with replicas behind: %+v", b.Replicas)
+			}
+			checkInvariants(t, h.fsm)
+		})
+	}
+}
+
+// relaunchedReplicas counts the replicas whose assignments carry the
+// bundle's generation.
+func relaunchedReplicas(h *harness) int {
+	st := h.fsm.State()
+	gen := st.Bundle("s").Generation
+	slots := map[int]bool{}
+	for _, a := range st.BundleAssignments("s") {
+		if a.Desired == DesiredRun && a.Generation == gen {
+			slots[a.Replica] = true
+		}
+	}
+	return len(slots)
+}
