@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/amserver/amserver/api"
 )
 
 // Admission-only launch checks. Validate (the API, before a command goes
@@ -23,6 +25,9 @@ import (
 // exec let it override the workload's identity).
 func admitLaunch(l Launch) (code, msg string) {
 	if code, msg := envNames(l.Env); code != "" {
+		return code, msg
+	}
+	if code, msg := parameterNames(l.Parameters); code != "" {
 		return code, msg
 	}
 	j := l.Job
@@ -51,6 +56,19 @@ func envNames(env map[string]string) (code, msg string) {
 		if strings.HasPrefix(strings.ToUpper(k), reservedEnvPrefix) {
 			return CodeInvalidRequirement, fmt.Sprintf("launch env name %q: %s* names are the worker's (the job's identity, tags and devices)",
 				clip(k), reservedEnvPrefix)
+		}
+	}
+	return "", ""
+}
+
+// parameterNames refuses a template parameter whose name is the worker's
+// or compose's (api.ReservedParameter): the worker would refuse to deploy
+// it, and the bundle would hold its reservation for a job that never runs.
+func parameterNames(params map[string]string) (code, msg string) {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		if api.ReservedParameter(k) {
+			return CodeInvalidParameterKey, fmt.Sprintf("parameter %q uses a reserved name (%s): the worker and compose set those",
+				clip(k), api.ReservedParameterNames())
 		}
 	}
 	return "", ""

@@ -76,6 +76,14 @@ var launchCases = []struct {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
 		s.Jobs[0].Launch.Parameters = map[string]string{"1X": "", "a-b": "", "ok_1": ""}
 	}, []string{CodeInvalidParameterKey, CodeInvalidParameterKey}, nil},
+	{"reserved parameter names", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+		s.Jobs[0].Launch.Parameters = map[string]string{"AMSERVER_ROLE": "primary", "docker_host": "tcp://x", "Path": "/", "ok": ""}
+	}, []string{CodeInvalidParameterKey}, nil},
+	{"parameter names near reserved ones", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+		s.Jobs[0].Launch.Parameters = map[string]string{"AMSERVER": "", "PATHS": "", "MY_DOCKER_HOST": "", "COMPOSE": ""}
+	}, nil, nil},
 	{"parameter value with newline", func(s *BundleSpec) {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
 		s.Jobs[0].Launch.Parameters["PORT"] = "1\n2"

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/amserver/amserver/api"
 )
 
 // Labels on every container amserver starts (compose or docker runtime):
@@ -31,8 +33,9 @@ const (
 // passEnv are the variables the docker and compose CLIs run with, besides
 // DOCKER_*: nothing of the worker's own environment (tokens, AMSERVER_*)
 // reaches them, and compose cannot take a variable from the worker's
-// environment over the project's .env.
-var passEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "XDG_RUNTIME_DIR"}
+// environment over the project's .env (no template parameter may take
+// these names: api.ReservedParameter).
+var passEnv = api.CLIEnvNames
 
 // cliEnv is the environment the docker and compose CLIs run with.
 func cliEnv() []string {

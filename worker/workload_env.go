@@ -85,20 +85,6 @@ func envName(k string) string {
 
 var validEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// reservedParam is true for names a template parameter may not take: ours
-// (AMSERVER_*), and those compose itself reads from a project's .env or
-// takes from the environment it runs in (COMPOSE_*, DOCKER_*: a parameter
-// DOCKER_HOST would send the stack to another daemon; PATH, HOME...).
-func reservedParam(name string) bool {
-	up := strings.ToUpper(name)
-	for _, p := range []string{"AMSERVER_", "COMPOSE_", "DOCKER_"} {
-		if strings.HasPrefix(up, p) {
-			return true
-		}
-	}
-	return slices.Contains(passEnv, up)
-}
-
 // templateEnv is a template launch's variables: its parameters, and the
 // identity and tags (ident). A parameter that cannot be passed as named is
 // an error; a tag that cannot is a warning.
@@ -107,8 +93,8 @@ func templateEnv(a api.Assignment) (params, ident []envVar, warnings []string, e
 		switch {
 		case !validEnvName.MatchString(k):
 			return nil, nil, nil, fmt.Errorf("parameter %q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", k)
-		case reservedParam(k):
-			return nil, nil, nil, fmt.Errorf("parameter %q uses a reserved name (AMSERVER_*, COMPOSE_*, DOCKER_*, %s)", k, strings.Join(passEnv, ", "))
+		case api.ReservedParameter(k): // admitted by an older server
+			return nil, nil, nil, fmt.Errorf("parameter %q uses a reserved name (%s)", k, api.ReservedParameterNames())
 		}
 		params = append(params, envVar{k, a.Launch.Parameters[k]})
 	}
