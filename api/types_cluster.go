@@ -65,14 +65,17 @@ const (
 	EventBundleUnplaceable = "bundleUnplaceable"
 	EventBundleDeleted     = "bundleDeleted"
 	EventFailover          = "failover"
-	EventPromoted          = "promoted"
-	EventEvicted           = "evicted"
-	EventDegraded          = "degraded"
-	EventHealed            = "healed"
-	EventNodeStatus        = "nodeStatus"
-	EventNodeDrained       = "nodeDrained"
-	EventServerJoined      = "serverJoined"
-	EventServerRemoved     = "serverRemoved"
+	// EventPromoted is never written: a promotion is a failover event.
+	//
+	// Deprecated: filter on EventFailover.
+	EventPromoted      = "promoted"
+	EventEvicted       = "evicted"
+	EventDegraded      = "degraded"
+	EventHealed        = "healed"
+	EventNodeStatus    = "nodeStatus"
+	EventNodeDrained   = "nodeDrained"
+	EventServerJoined  = "serverJoined"
+	EventServerRemoved = "serverRemoved"
 	// Bundle kinds: a service's count changed; a batch bundle finished
 	// (complete or failed); a batch job restarted after a non-zero exit;
 	// a launch changed in place (a new assignment generation).
@@ -91,6 +94,17 @@ const (
 	EventTemplatePushed  = "templatePushed"
 	EventTemplateDeleted = "templateDeleted"
 )
+
+// EventTypes are the types of event the servers write (a test holds it to
+// the code that writes them), for a filter to check a type against.
+var EventTypes = []string{
+	EventBundleCreated, EventBundlePlaced, EventBundleUnplaceable, EventBundleDeleted,
+	EventBundleScaled, EventBundleUpdated, EventBundleFinished, EventJobRestarted,
+	EventFailover, EventEvicted, EventDegraded, EventHealed,
+	EventNodeStatus, EventNodeDrained, EventServerJoined, EventServerRemoved,
+	EventNodeProvisioning, EventProvisionTimedOut, EventNodeDeprovisioning, EventNodeDeprovisioned,
+	EventTemplatePushed, EventTemplateDeleted,
+}
 
 // Event is one line of GET /v1/events.
 type Event struct {

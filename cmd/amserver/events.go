@@ -17,11 +17,7 @@ import (
 )
 
 // eventTypes are the types --type accepts (DESIGN §7).
-var eventTypes = []string{
-	api.EventBundleCreated, api.EventBundlePlaced, api.EventBundleUnplaceable, api.EventBundleDeleted,
-	api.EventFailover, api.EventPromoted, api.EventEvicted, api.EventDegraded, api.EventHealed,
-	api.EventNodeStatus, api.EventNodeDrained, api.EventServerJoined, api.EventServerRemoved,
-}
+var eventTypes = api.EventTypes
 
 // Reconnection backoff after the stream drops.
 const (
