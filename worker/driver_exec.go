@@ -174,10 +174,7 @@ func (d *ExecDriver) supervise(t *execTask) {
 			d.finishOnce(t, err)
 			return
 		}
-		msg := "exited"
-		if err != nil {
-			msg = err.Error()
-		}
+		_, msg := d.exitMessage(t.current(), err)
 		t.set(api.JobFailed, msg)
 		d.emit(t, api.JobFailed, msg)
 		if time.Since(started) > time.Minute {
@@ -194,11 +191,7 @@ func (d *ExecDriver) supervise(t *execTask) {
 // it is stopped: a batch job is never restarted by the driver (the server
 // restarts it, by a new generation, under the bundle's restart policy).
 func (d *ExecDriver) finishOnce(t *execTask, err error) {
-	code := processExitCode(err)
-	msg := fmt.Sprintf("exited with code %d", code)
-	if code == startFailed {
-		msg = err.Error()
-	}
+	code, msg := d.exitMessage(t.current(), err)
 	t.mu.Lock()
 	t.state, t.message, t.code = api.JobExited, msg, code
 	t.mu.Unlock()
@@ -208,6 +201,22 @@ func (d *ExecDriver) finishOnce(t *execTask, err error) {
 	}
 	<-t.halted
 	t.set(api.JobStopped, "")
+}
+
+// exitMessage says how the task's process ended (runOnce's error): the
+// command and its exit code, with its last lines of stderr when it
+// failed, or why it could not start.
+func (d *ExecDriver) exitMessage(a api.Assignment, err error) (code int, msg string) {
+	code = processExitCode(err)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return code, err.Error()
+	}
+	what := filepath.Base(legacyJob(a.Launch).Command[0])
+	if code == 0 {
+		return 0, what + " exited with code 0"
+	}
+	return code, failureMessage(what, code, tailFile(filepath.Join(taskDir(d.stateDir, a.ID), stderrLog), 10))
 }
 
 // startFailed is the exit code of a process that could not start (as a

@@ -40,7 +40,7 @@ func TestExecDriverLifecycle(t *testing.T) {
 	script := `echo "$AMSERVER_BUNDLE $AMSERVER_JOB $AMSERVER_ROLE $AMSERVER_EPOCH $AMSERVER_CORES $CUSTOM" >> ` + out + `
 grep Cpus_allowed_list /proc/self/status >> ` + out + `
 trap 'cat "$AMSERVER_STATE_FILE" >> ` + out + `' HUP
-test -f ` + out + `.crashed || { touch ` + out + `.crashed; exit 3; }
+test -f ` + out + `.crashed || { touch ` + out + `.crashed; echo "capture card busy" >&2; exit 3; }
 echo $$ > ` + out + `.pid
 while true; do sleep 0.1; done`
 	a := api.Assignment{
@@ -52,7 +52,7 @@ while true; do sleep 0.1; done`
 	if ev := nextEvent(t, d); ev.State != api.JobRunning {
 		t.Fatalf("first event %+v", ev)
 	}
-	if ev := nextEvent(t, d); ev.State != api.JobFailed || !strings.Contains(ev.Message, "exit status 3") {
+	if ev := nextEvent(t, d); ev.State != api.JobFailed || ev.Message != "sh exited with code 3: capture card busy" {
 		t.Fatalf("crash event %+v", ev)
 	}
 	if ev := nextEvent(t, d); ev.State != api.JobRunning {

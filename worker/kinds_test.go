@@ -26,11 +26,12 @@ func TestExecDriverRunOnce(t *testing.T) {
 		name    string
 		command []string
 		code    int
+		msg     string // what the exit's message holds
 	}{
-		{"success", []string{"sh", "-c", "exit 0"}, 0},
-		{"exit 3", []string{"sh", "-c", "exit 3"}, 3},
-		{"killed", []string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
-		{"cannot start", []string{"/nonexistent/amserver-test"}, startFailed},
+		{"success", []string{"sh", "-c", "echo fine >&2; exit 0"}, 0, "sh exited with code 0"},
+		{"exit 3", []string{"sh", "-c", "echo no licence >&2; exit 3"}, 3, "sh exited with code 3: no licence"},
+		{"killed", []string{"sh", "-c", "kill -TERM $$"}, 128 + 15, "sh exited with code 143"},
+		{"cannot start", []string{"/nonexistent/amserver-test"}, startFailed, "start: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := NewExecDriver(filepath.Join(t.TempDir(), "tasks"), nil)
@@ -48,8 +49,8 @@ func TestExecDriverRunOnce(t *testing.T) {
 					t.Fatalf("a batch job reported failed: %+v", ev)
 				}
 			}
-			if ev.ExitCode != tc.code {
-				t.Fatalf("exit event %+v, want code %d", ev, tc.code)
+			if ev.ExitCode != tc.code || !strings.Contains(ev.Message, tc.msg) || (tc.code == 0 && ev.Message != tc.msg) {
+				t.Fatalf("exit event %+v, want code %d and a message with %q", ev, tc.code, tc.msg)
 			}
 			if state, _ := d.Ensure(ctx, a); state != api.JobExited {
 				t.Fatalf("after its exit Ensure says %s", state)

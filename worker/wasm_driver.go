@@ -235,7 +235,10 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 		d.mu.Lock()
 		t.code = code
 		d.mu.Unlock()
-		return api.JobExited, fmt.Sprintf("main.wasm exited with code %d", code)
+		if code != 0 {
+			return api.JobExited, failureMessage("main.wasm", code, tailFile(filepath.Join(dir, stderrLog), 10))
+		}
+		return api.JobExited, "main.wasm exited with code 0"
 	}
 	return d.exitState(err, filepath.Join(dir, stderrLog))
 }

@@ -72,9 +72,9 @@ func TestWasmDriver(t *testing.T) {
 	t.Run("logs served", func(t *testing.T) { checkWasmLogs(t, d, ref) })
 
 	t.Run("batch exit code", func(t *testing.T) {
-		a := assignment("w1", "b5", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_EXIT": "5"}), api.RuntimeWasm)
+		a := assignment("w1", "b5", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_EXIT": "5", "WORKLOAD_STDERR": "no input"}), api.RuntimeWasm)
 		a.RunOnce = true
-		if msg := waitState(t, d, a, api.JobExited, time.Minute); !strings.Contains(msg, "code 5") {
+		if msg := waitState(t, d, a, api.JobExited, time.Minute); !strings.Contains(msg, "main.wasm exited with code 5: ") || !strings.Contains(msg, "no input") {
 			t.Fatalf("exit message %q", msg)
 		}
 		if code, ok := d.ExitCode(a.ID); !ok || code != 5 {
