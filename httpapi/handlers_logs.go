@@ -115,7 +115,11 @@ func (s *Server) workerHTTP(node string) (string, error) {
 }
 
 // streamText copies the worker's answer as it arrives, flushing each
-// piece, until the worker ends it or the caller leaves.
+// piece, until the worker ends it or the caller leaves. An answer that
+// breaks off (the worker died, gossip declared it gone, this server is
+// stopping) is cut short for the caller too, without the end of a chunked
+// answer, so that it reads as truncated (unexpected EOF) and never as a
+// log that simply ended.
 func streamText(c echo.Context, body io.Reader) error {
 	w := c.Response()
 	w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
@@ -132,8 +136,11 @@ func streamText(c echo.Context, body io.Reader) error {
 			}
 			_ = rc.Flush()
 		}
+		if errors.Is(err, io.EOF) {
+			return nil // the worker ended the answer
+		}
 		if err != nil {
-			return nil // the worker ended the answer (or went away mid-stream: nothing is left to tell the caller)
+			panic(http.ErrAbortHandler) // net/http drops the connection; echo's Recover passes it on
 		}
 	}
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +41,14 @@ func newFakeWorker(t *testing.T) *fakeWorker {
 		case "garbage":
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "<html>oops</html>")
+			return
+		case "killed": // one line, then the connection drops as when the worker is killed
+			_, _ = io.WriteString(w, "first\n")
+			w.(http.Flusher).Flush()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -275,10 +284,37 @@ func TestAssignmentLogsEndWhenTheWorkerGoes(t *testing.T) {
 	case <-time.After(2 * peerCheckEvery):
 	}
 	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusLeft)} })
-	if l, err := lines.ReadString('\n'); err == nil {
-		t.Fatalf("the follow went on after its worker left: %q", l)
+	if l, err := lines.ReadString('\n'); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("after its worker left the follow read %q, %v; want it cut short (unexpected EOF), not ended", l, err)
 	}
 	<-fw.left
+}
+
+// TestAssignmentLogsCutWhenTheWorkerDies: a worker killed mid-answer
+// (its connection drops) cuts the caller's answer short too: it reads
+// what came, then unexpected EOF, not the clean end of a finished log.
+func TestAssignmentLogsCutWhenTheWorkerDies(t *testing.T) {
+	fw := newFakeWorker(t)
+	e := badInputEnv(t)
+	e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)} })
+	for _, tc := range []struct {
+		token string
+		want  error
+	}{{"reader", io.EOF}, {"killed", io.ErrUnexpectedEOF}} {
+		c, err := api.New(e.hs.URL, api.WithToken(tc.token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := c.AssignmentLogs(ctx(t), "b1:0:enc@n1", api.LogOptions{Follow: false, Tail: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(body)
+		_ = body.Close()
+		if tc.want == io.EOF && err != nil || tc.want != io.EOF && !errors.Is(err, tc.want) || len(got) == 0 {
+			t.Fatalf("token %s: read %q, %v; want the first line, then %v", tc.token, got, err, tc.want)
+		}
+	}
 }
 
 // TestFinishedBatchJobLogs: once a batch bundle finished, its job is no

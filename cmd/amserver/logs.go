@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -64,6 +65,9 @@ ends or the command is interrupted (--timeout applies only when given).
 			}
 			defer func() { _ = body.Close() }()
 			if _, err := io.Copy(cmd.OutOrStdout(), body); err != nil && ctx.Err() == nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) {
+					return fmt.Errorf("the logs of %s broke off (its worker or the server went away): %w", id, err)
+				}
 				return fmt.Errorf("reading the logs of %s: %w", id, err)
 			}
 			return nil

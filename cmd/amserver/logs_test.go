@@ -28,6 +28,10 @@ func TestLogsCommand(t *testing.T) {
 	f.on("GET /v1/assignments/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "output of "+r.PathValue("id")+"\n")
+		if strings.Contains(r.PathValue("id"), ":1:") && r.URL.Query().Get("follow") == "true" {
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the server cuts the answer short: its worker went away
+		}
 	})
 	f.fail("GET /v1/bundles/ghost", http.StatusNotFound, api.CodeNotFound, `bundle "ghost" not found`)
 	cases := []struct {
@@ -45,12 +49,16 @@ func TestLogsCommand(t *testing.T) {
 		{"no such replica", []string{"logs", "enc-1", "--replica", "7"}, exitUsage, "", ""},
 		{"bad tail", []string{"logs", "enc-1", "--tail", "-2"}, exitUsage, "", ""},
 		{"unknown bundle", []string{"logs", "ghost"}, exitNotFound, "", ""},
+		{"cut short", []string{"logs", "enc-1", "--replica", "1", "-f"}, exitFailure, "output of " + b.Replicas[1].Jobs[0].AssignmentID + "\n", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := runCLI(t, f.srv.URL, "", tc.args...)
 			if r.code != tc.code || r.stdout != tc.out {
 				t.Fatalf("exit %d stdout %q stderr %q; want %d %q", r.code, r.stdout, r.stderr, tc.code, tc.out)
+			}
+			if tc.code == exitFailure && !strings.Contains(r.stderr, "broke off") {
+				t.Fatalf("stderr %q does not say the logs broke off", r.stderr)
 			}
 			if tc.query != "" {
 				var last recorded
