@@ -75,6 +75,9 @@ const (
 	FindingKindMismatch   = "kindMismatch"   // a field another kind owns (count on a resilient bundle, ...)
 	// FindingReservedTag is a warning: a "__" tag was removed.
 	FindingReservedTag = "reservedTag"
+	// FindingTagCollision is a warning: two tags reach the workload as one
+	// variable (TagEnvName), which holds the first's value.
+	FindingTagCollision = "tagCollision"
 	// FindingLazyServiceProvidesNothing: a lazy node service starts only
 	// where a bundle consumes what it provides, so one that provides
 	// nothing would never start.

@@ -39,3 +39,21 @@ func ReservedParameter(name string) bool {
 func ReservedParameterNames() string {
 	return strings.Join(reservedParameterPrefixes, "*, ") + "*, " + strings.Join(CLIEnvNames, ", ")
 }
+
+// TagEnvName is the variable a template launch's tag reaches its workload
+// as: AMSERVER_TAG_ and the key upper-cased, every character other than a
+// letter, digit or "_" turned into "_". Keys that differ only there (a-b,
+// a_b, A_B) share one variable, and the workload sees the first in key
+// order; the servers warn of it at submission.
+func TagEnvName(key string) string {
+	var b strings.Builder
+	b.WriteString("AMSERVER_TAG_")
+	for _, r := range strings.ToUpper(key) {
+		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}

@@ -17,6 +17,9 @@ const (
 	CodeInvalidParameterKey  = "invalidParameterKey"
 	CodeUnknownRuntime       = "unknownRuntime"
 	CodeUnsatisfiableRuntime = "unsatisfiableRuntime"
+	// CodeTagCollision warns of tags that reach the workload as one
+	// variable (api.TagEnvName): it sees only the first.
+	CodeTagCollision = api.FindingTagCollision
 )
 
 // Limits on a launch: its parameters and tags travel in every assignment
@@ -107,11 +110,17 @@ func checkTemplateLaunch(c *collector, job string, l *Launch) {
 	if len(tags) > maxLaunchTags {
 		bad("%d tags, at most %d allowed", len(tags), maxLaunchTags)
 	}
+	seen := map[string]string{} // variable → the tag the workload sees it as
 	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		if k == "" || len(k) > maxKeyLen {
 			bad("tag %q must be 1..%d bytes", k, maxKeyLen)
 		}
 		checkEnvValue(c, job, "tag "+k, tags[k], maxLabelValueLen)
+		if v := api.TagEnvName(k); seen[v] != "" {
+			c.warnf(job, CodeTagCollision, "tags %q and %q both reach the workload as %s: it sees only %q's value", seen[v], k, v, seen[v])
+		} else {
+			seen[v] = k
+		}
 	}
 	start, okStart := checkTime(c, job, "startDateTime", l.StartDateTime)
 	stop, okStop := checkTime(c, job, "stopDateTime", l.StopDateTime)

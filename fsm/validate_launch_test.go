@@ -84,6 +84,10 @@ var launchCases = []struct {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
 		s.Jobs[0].Launch.Parameters = map[string]string{"AMSERVER": "", "PATHS": "", "MY_DOCKER_HOST": "", "COMPOSE": ""}
 	}, nil, nil},
+	{"tags that reach the workload as one variable", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+		s.Jobs[0].Launch.Tags = map[string]string{"a-b": "dash", "a_b": "under", "A_B": "upper", "a.c": "dot"}
+	}, nil, []string{CodeTagCollision, CodeTagCollision}},
 	{"parameter value with newline", func(s *BundleSpec) {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
 		s.Jobs[0].Launch.Parameters["PORT"] = "1\n2"

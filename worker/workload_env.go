@@ -52,7 +52,7 @@ func tagEnv(l api.Launch) (env []envVar, warnings []string) {
 		if strings.HasPrefix(k, "__") || k == "" {
 			continue
 		}
-		name := "AMSERVER_TAG_" + envName(k)
+		name := api.TagEnvName(k)
 		if prev, ok := taken[name]; ok {
 			warnings = append(warnings, fmt.Sprintf("tag %q projects to %s like tag %q: skipped", k, name, prev))
 			continue
@@ -68,19 +68,6 @@ func tagEnv(l api.Launch) (env []envVar, warnings []string) {
 		env = append(env, envVar{envStopDateTime, stop})
 	}
 	return env, warnings
-}
-
-// envName upper-cases a tag key into a variable name's characters.
-func envName(k string) string {
-	var b strings.Builder
-	for _, r := range strings.ToUpper(k) {
-		if r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }
 
 var validEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
