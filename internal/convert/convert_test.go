@@ -107,7 +107,7 @@ func TestPairReportsProblems(t *testing.T) {
 	want := []string{
 		"size must not be negative", `at "yesterday" is not an RFC 3339 time`,
 		"when 1960-01-01T00:00:00Z must be after 1970 and before 2262", `every "-1s" must not be negative`,
-		"parts[1].totalCap is below the resolution of 0.001", "opt.totalCap must be at most 9e+12",
+		"parts[1].totalCap is below the resolution of 0.001", "opt.totalCap must be at most 9000000000000",
 	}
 	if !slices.Equal(msgs, want) {
 		t.Fatalf("problems:\n got %q\nwant %q", msgs, want)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strconv"
 	"time"
 	"unsafe"
 )
@@ -63,7 +64,7 @@ func ToMilli(v float64) (int64, error) {
 	case v < 0:
 		return 0, errors.New("must not be negative")
 	case v > MaxUnits:
-		return 0, fmt.Errorf("must be at most %g", MaxUnits)
+		return 0, fmt.Errorf("must be at most %s", strconv.FormatFloat(MaxUnits, 'f', -1, 64))
 	}
 	m := int64(math.Round(v * 1000))
 	if m == 0 && v > 0 {
