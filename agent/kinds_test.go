@@ -27,6 +27,18 @@ func newLaunchDriver() *launchDriver {
 	return &launchDriver{NoneDriver: worker.NewNoneDriver(), events: map[string][]string{}, codes: map[string]int{}}
 }
 
+// oneWorkerCluster is one server and one worker whose driver records what
+// it is asked to run, the node ready, and a minute to work in.
+func oneWorkerCluster(t *testing.T) (*api.Client, *launchDriver, context.Context) {
+	t.Helper()
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	drv := newLaunchDriver()
+	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
+	c := tc.Client(tc.Servers()[0])
+	waitReadyNodes(t, c, 1)
+	return c, drv, ctxTimeout(t, 60*time.Second)
+}
+
 func (d *launchDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
 	env := map[string]string{}
 	if a.Launch.Job != nil {
@@ -144,12 +156,7 @@ func TestInPlaceLaunchUpdateThroughCluster(t *testing.T) {
 // later. A job the driver cannot start reads failed, with the driver's
 // reason, in the bundle.
 func TestBatchThroughCluster(t *testing.T) {
-	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
-	drv := newLaunchDriver()
-	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
-	c := tc.Client(tc.Servers()[0])
-	waitReadyNodes(t, c, 1)
-	ctx := ctxTimeout(t, 60*time.Second)
+	c, _, ctx := oneWorkerCluster(t)
 	failing := api.BundleSpec{ID: "etl", Pool: "default", Kind: api.KindBatch, Jobs: []api.Job{envJob("1")},
 		Restart: &api.RestartPolicy{Attempts: 2, Mode: api.RestartFail}}
 	failing.Jobs[0].Launch.Job.Env["EXIT"] = "3"
@@ -253,12 +260,7 @@ func TestServiceFailoverThroughCluster(t *testing.T) {
 // every replica, each restarted where it runs with the new launch, one at
 // a time (maxUnavailable 1), and the reservations stay.
 func TestServiceRolloutThroughCluster(t *testing.T) {
-	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
-	drv := newLaunchDriver()
-	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
-	c := tc.Client(tc.Servers()[0])
-	waitReadyNodes(t, c, 1)
-	ctx := ctxTimeout(t, 60*time.Second)
+	c, drv, ctx := oneWorkerCluster(t)
 	svc := api.BundleSpec{ID: "web", Pool: "default", Kind: api.KindService, Count: 3, Jobs: []api.Job{envJob("1")}}
 	if _, err := c.CreateBundle(ctx, svc); err != nil {
 		t.Fatal(err)
@@ -290,12 +292,7 @@ func TestServiceRolloutThroughCluster(t *testing.T) {
 // scales that replica away, with nothing else changing: the replace itself
 // moves it (the API sets the command's Rollout).
 func TestServiceRolloutResumesAfterScaleDown(t *testing.T) {
-	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
-	drv := newLaunchDriver()
-	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
-	c := tc.Client(tc.Servers()[0])
-	waitReadyNodes(t, c, 1)
-	ctx := ctxTimeout(t, 60*time.Second)
+	c, drv, ctx := oneWorkerCluster(t)
 	svc := api.BundleSpec{ID: "web", Pool: "default", Kind: api.KindService, Count: 2, MaxPerNode: 1, Jobs: []api.Job{envJob("1")}}
 	if _, err := c.CreateBundle(ctx, svc); err != nil {
 		t.Fatal(err)
