@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // TestServiceRollout: a launch change on a service relaunches at most
@@ -148,4 +150,79 @@ func relaunchedReplicas(h *harness) int {
 		}
 	}
 	return len(slots)
+}
+
+// TestPropertyRolloutFinishes: whatever replaces (count, maxUnavailable,
+// launch; as the API sends them, with Rollout), placements and reports
+// came before, once every replica is placed and each round of reports
+// says running, a service's rollout ends within count rounds with every
+// assignment on the bundle's generation. The rollout waiting forever for a
+// report that never came is the bug this guards.
+func TestPropertyRolloutFinishes(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		h := newHarness(t)
+		h.ok(UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p"}})
+		h.readyNode(testNode("n1", "p", "a", "x", 64000, 0))
+		launch := func(v int) Launch {
+			return Launch{Kind: "legacy", Job: &LegacyJob{Driver: "none", Env: map[string]string{"V": fmt.Sprint(v)}}}
+		}
+		spec := testBundle("s", "p", testJob("web", 1000, 0))
+		spec.Kind, spec.Count, spec.MaxUnavailable = KindService, 2, 1
+		spec.Jobs[0].Launch = launch(0)
+		h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+		for _, step := range rapid.SliceOfN(rapid.IntRange(0, 2), 1, 12).Draw(t, "steps") {
+			switch step {
+			case 0:
+				next := h.fsm.State().Bundle("s").Spec
+				next.Jobs = []Job{next.Jobs[0]}
+				next.Count = rapid.IntRange(1, 4).Draw(t, "count")
+				next.MaxUnavailable = rapid.IntRange(1, 2).Draw(t, "maxUnavailable")
+				next.Jobs[0].Launch = launch(rapid.IntRange(0, 2).Draw(t, "launch"))
+				h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: true})
+			case 1:
+				placeUnplaced(h)
+			case 2:
+				reportRunning(h)
+			}
+		}
+		placeUnplaced(h)
+		count := h.fsm.State().Bundle("s").Spec.Count
+		for range count + 1 {
+			reportRunning(h)
+		}
+		st := h.fsm.State()
+		b := st.Bundle("s")
+		if b.Rolling {
+			t.Fatalf("the rollout did not finish: %+v", b.Replicas)
+		}
+		for _, a := range st.BundleAssignments("s") {
+			if a.Desired == DesiredRun && a.Generation != b.Generation {
+				t.Fatalf("assignment %s at generation %d, the bundle at %d", a.ID, a.Generation, b.Generation)
+			}
+		}
+		checkInvariants(t, h.fsm)
+	})
+}
+
+// placeUnplaced places every replica of "s" that holds no node, on n1.
+func placeUnplaced(h *harness) {
+	u := BundleUpdate{BundleID: "s"}
+	for _, r := range h.fsm.State().Bundle("s").Replicas {
+		if !r.Complete() {
+			p := h.placeAll("s", r.Slot, "n1").Updates[0].Place
+			u.Place = append(u.Place, p...)
+		}
+	}
+	if len(u.Place) > 0 {
+		h.ok(ApplyPlanType, &Plan{Parts: []PlanPart{{Updates: []BundleUpdate{u}}}})
+	}
+}
+
+// reportRunning has every assignment of "s" that runs here report running.
+func reportRunning(h *harness) {
+	for _, a := range h.fsm.State().BundleAssignments("s") {
+		if a.Desired == DesiredRun && a.Status != JobRunning {
+			h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: a.ID, Status: JobRunning})
+		}
+	}
 }
