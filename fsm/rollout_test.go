@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"pgregory.net/rapid"
 )
 
@@ -223,6 +224,36 @@ func reportRunning(h *harness) {
 	for _, a := range h.fsm.State().BundleAssignments("s") {
 		if a.Desired == DesiredRun && a.Status != JobRunning {
 			h.ok(AssignmentStatusType, &AssignmentStatusRequest{NodeID: "n1", AssignmentID: a.ID, Status: JobRunning})
+		}
+	}
+}
+
+// TestRolloutFlagReadsOnOlderServers: a replace with Rollout decodes on a
+// server from before the flag (its request type has no such field) as the
+// same replace, and one without it is encoded as before the flag, byte
+// for byte: the flag changes nothing on the wire but itself.
+func TestRolloutFlagReadsOnOlderServers(t *testing.T) {
+	type before struct { // ReplaceBundleRequest before Rollout
+		Spec BundleSpec
+		CAS  uint64
+		Now  int64
+	}
+	spec := testBundle("x", "p", testJob("web", 1000, 0))
+	old, err := Encode(ReplaceBundleType, &before{Spec: spec, CAS: 3, Now: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rollout := range []bool{false, true} {
+		b, err := Encode(ReplaceBundleType, &ReplaceBundleRequest{Spec: spec, CAS: 3, Now: 9, Rollout: rollout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rollout && string(b) != string(old) {
+			t.Fatal("a replace without Rollout is encoded differently from before the flag")
+		}
+		var o before
+		if err := codec.NewDecoderBytes(b[1:], msgpackHandle).Decode(&o); err != nil || o.CAS != 3 || o.Now != 9 || o.Spec.ID != "x" {
+			t.Fatalf("Rollout %v, decoded by an older server: %v %+v", rollout, err, o)
 		}
 	}
 }
