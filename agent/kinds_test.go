@@ -304,7 +304,7 @@ func TestServiceRolloutResumesAfterScaleDown(t *testing.T) {
 	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
 		t.Fatal(err)
 	}
-	bundleIs(t, ctx, c, 30*time.Second, "web", "generation 1, waiting", func(b *api.Bundle) bool { return b.Generation == 1 })
+	bundleIs(t, ctx, c, 30*time.Second, "web", "generation 1, rolling out", func(b *api.Bundle) bool { return b.Generation == 1 && b.Rolling })
 	svc.Count = 1
 	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
 		t.Fatal(err)
@@ -313,4 +313,5 @@ func TestServiceRolloutResumesAfterScaleDown(t *testing.T) {
 		ev := drv.seen("web:0:j@worker-1")
 		return poll.Check(restarted(ev, "V=2"), "driver saw %v", ev)
 	})
+	bundleIs(t, ctx, c, 30*time.Second, "web", "the rollout over", func(b *api.Bundle) bool { return !b.Rolling && allRunning(b) })
 }

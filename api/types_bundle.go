@@ -240,9 +240,13 @@ type Bundle struct {
 	Degradations      []Degradation `json:"degradations"`
 	Explain           *Explain      `json:"explain,omitempty"`
 	// FinishTime is when a batch bundle ended complete or failed;
-	// Generation counts in-place launch changes.
+	// Generation counts in-place launch changes. Rolling is set while a
+	// service's launch change is rolled out: some replicas still run an
+	// older generation, maxUnavailable at a time relaunched, and a replica
+	// that is not running (one that cannot be placed too) holds a share.
 	FinishTime time.Time `json:"finishTime,omitzero"`
 	Generation uint64    `json:"generation,omitempty"`
+	Rolling    bool      `json:"rolling,omitempty"`
 }
 
 // BundleFilter narrows GET /v1/bundles.

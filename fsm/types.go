@@ -386,7 +386,7 @@ type Bundle struct {
 	Generation uint64 `json:"generation,omitempty" row:"35"`
 	// Rolling is set while a service's launch change is being rolled out
 	// (some replicas still run an older generation).
-	Rolling bool `json:"rolling,omitempty" api:"-" row:"36"`
+	Rolling bool `json:"rolling,omitempty" row:"36"`
 	// Ran names, once a batch bundle finished, the assignments its jobs
 	// last ran as ("bundle:slot:job@node"): their workers keep the output
 	// a while, and a logs request finds the node by it. Display only: the

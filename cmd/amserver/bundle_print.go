@@ -52,6 +52,9 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 	if b.Generation > 0 {
 		t.row("Generation", strconv.FormatUint(b.Generation, 10)+" (in-place launch changes)")
 	}
+	if b.Rolling {
+		t.row("Rollout", "in progress: some replicas still run an older generation (it waits while maxUnavailable replicas are not running)")
+	}
 	t.row("Placement", placementSummary(b.Placement))
 	if b.Kind == "" || b.Kind == api.KindResilient {
 		t.row("Resilience", resilienceSummary(b.Resilience))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amserver/amserver/api"
 )
@@ -351,5 +352,21 @@ func TestJobMessageLines(t *testing.T) {
 	printJobMessages(&out, []api.Replica{{Jobs: reps[0].Jobs[:1]}})
 	if out.Len() != 0 {
 		t.Fatalf("no messages printed %q", out.String())
+	}
+}
+
+// TestBundleStatusSaysRolling: a service in the middle of a rollout says
+// so, and one that is not says nothing of it.
+func TestBundleStatusSaysRolling(t *testing.T) {
+	for _, rolling := range []bool{false, true} {
+		b := sampleBundle()
+		b.Kind, b.Count, b.Generation, b.Rolling = api.KindService, 2, 3, rolling
+		var out strings.Builder
+		if err := printBundle(&out, &b, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "Rollout     in progress"); got != rolling {
+			t.Fatalf("rolling %v, the status says a rollout: %v\n%s", rolling, got, out.String())
+		}
 	}
 }
