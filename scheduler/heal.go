@@ -26,7 +26,7 @@ func (b *Batch) Heal(bundle *fsm.Bundle) Result {
 	if !bundle.Replicas[1].Complete() {
 		return b.Place(bundle)
 	}
-	seed := derive(b.seed, hashString(bundle.ID()))
+	seed := b.bundleSeed(bundle)
 	prim := b.placeReplica(spec, &bundle.Replicas[0], Forbid{}, seed, true)
 	back := b.placeReplica(spec, &bundle.Replicas[1], Forbid{}, seed, true)
 	now := b.degradations(spec, prim, &back)

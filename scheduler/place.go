@@ -71,7 +71,7 @@ func (b *Batch) fill(bundle *fsm.Bundle) (Result, []fsm.Place) {
 	}
 	res := Result{BundleID: bundle.ID()}
 	spec := &bundle.Spec
-	seed := derive(b.seed, hashString(bundle.ID()))
+	seed := b.bundleSeed(bundle)
 	prim := b.placePrimary(bundle, seed, false)
 	res.BudgetExhausted = prim.BudgetExhausted
 	if !prim.Placed {

@@ -55,7 +55,7 @@ func (b *Batch) newPreemption(bundle *fsm.Bundle, target int) *preemption {
 	spec := &bundle.Spec
 	p := &preemption{
 		b: b, bundle: bundle, target: target, band: spec.EffectiveBand(),
-		seed: derive(b.seed, hashString(bundle.ID())),
+		seed: b.bundleSeed(bundle),
 		pool: spec.SlotPool(bundle.Replicas[target].Slot),
 	}
 	if target == 1 {

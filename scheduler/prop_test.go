@@ -220,3 +220,31 @@ func checkBackupRules(t *rapid.T, st *fsm.State, b *fsm.Bundle) {
 		}
 	}
 }
+
+// TestPropertyUnplaceableRecordStable: a bundle left unplaceable, read
+// again against the same cluster at any later index, records nothing new.
+// Which dead end a search explains depends on its seed; were the seed the
+// index it is read at, each re-read could commit another record, a Raft
+// entry, for a bundle whose situation did not change.
+func TestPropertyUnplaceableRecordStable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		w := genWorldN(t, 2, 12)
+		st := w.c.state()
+		plan, res := placeOne(st, w.bundle, w.c.index)
+		if res.PrimaryPlaced {
+			t.Skip("placed")
+		}
+		plan.Basis = w.c.index // the leader's: the index of the state it read
+		w.c.commit(plan)
+		after := w.c.state()
+		b := after.Bundle(w.bundle.ID())
+		if b.State != fsm.StateUnplaceable {
+			t.Fatalf("bundle %s after its failure record, want unplaceable", b.State)
+		}
+		for later := w.c.index; later < w.c.index+8; later++ {
+			if _, again := placeOne(after, b, later); again.Update != nil {
+				t.Fatalf("re-read at index %d recorded again:\nwas   %s\nnow   %s", later, explainString(b.Explain), explainString(again.Explain))
+			}
+		}
+	})
+}

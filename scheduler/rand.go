@@ -4,6 +4,8 @@ package scheduler
 // the Raft index as the seed, so a dry run at the same index reproduces the
 // real decision; nothing here touches a global random source.
 
+import "github.com/amserver/amserver/fsm"
+
 // mix64 is the splitmix64 finaliser: cheap, stable across platforms and well
 // distributed even for consecutive inputs.
 func mix64(x uint64) uint64 {
@@ -31,4 +33,19 @@ func derive(seed uint64, parts ...uint64) uint64 {
 		h = mix64(h ^ p)
 	}
 	return h
+}
+
+// bundleSeed is the seed of every search for one bundle. An unplaceable
+// bundle is searched with the index of its recorded failure instead of the
+// batch's: which dead end a search explains depends on its seed, so with
+// the Raft index a bundle re-read against the same cluster could explain
+// itself differently and commit a new record, a Raft entry, though nothing
+// about it changed. Its record then follows the cluster, not the index it
+// happens to be read at.
+func (b *Batch) bundleSeed(bundle *fsm.Bundle) uint64 {
+	seed := b.seed
+	if bundle.State == fsm.StateUnplaceable {
+		seed = bundle.AttemptIndex
+	}
+	return derive(seed, hashString(bundle.ID()))
 }

@@ -60,7 +60,7 @@ func (sp *Spread) count(b *Batch, nodes map[string]string, delta int) {
 func (b *Batch) fillService(bundle *fsm.Bundle) (Result, []fsm.Place) {
 	res := Result{BundleID: bundle.ID()}
 	spec := &bundle.Spec
-	seed := derive(b.seed, hashString(bundle.ID()))
+	seed := b.bundleSeed(bundle)
 	sp := b.newSpread(bundle)
 	var places []fsm.Place
 	missing, freshFailed, spans := 0, false, false
