@@ -12,7 +12,11 @@ import (
 
 // logReader sends one task's output file: the requested tail, then, when
 // following, what is appended, until the task ends or ctx is done. It
-// never holds more than one read buffer of the file.
+// never holds more than one read buffer of the file. It keeps the file
+// open while it follows: a finished batch job's output is moved to the
+// retain store and its directory removed as soon as its bundle ends,
+// often before the follower's next look, and what the job wrote last
+// must still reach the follower.
 type logReader struct {
 	path string // "" : the task keeps no output
 	// state says whether the task is still held and may still write.
@@ -20,12 +24,14 @@ type logReader struct {
 	every time.Duration // how often a follower looks for more
 	w     io.Writer
 	flush func()
+	f     *os.File // the file being sent; nil before it exists
 	off   int64
 }
 
 // send writes the last tail lines (all with tail < 0) and, with follow,
 // what follows.
 func (r *logReader) send(ctx context.Context, tail int, follow bool) error {
+	defer r.close()
 	if err := r.sendTail(tail); err != nil {
 		return err
 	}
@@ -48,62 +54,97 @@ func (r *logReader) send(ctx context.Context, tail int, follow bool) error {
 	}
 }
 
+func (r *logReader) close() {
+	if r.f != nil {
+		_ = r.f.Close()
+		r.f = nil
+	}
+}
+
 func (r *logReader) sendTail(tail int) error {
-	f, size, err := r.open()
-	if err != nil || f == nil {
+	if err := r.open(); err != nil || r.f == nil {
 		return err
 	}
-	defer f.Close()
-	start, err := tailOffset(f, size, tail)
+	st, err := r.f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat log: %w", err)
+	}
+	start, err := tailOffset(r.f, st.Size(), tail)
 	if err != nil {
 		return err
 	}
-	return r.copyFrom(f, start, size)
+	r.off = start
+	return r.drain()
 }
 
-// sendNew sends what was appended since the last read; a file that shrank
-// (rewritten) is sent again from its start.
+// sendNew sends what was appended to the open file since the last read;
+// then, when the path names another file (the task was started again and
+// writes a new one), that file from its start. A path that names nothing
+// (the output moved to the retain store, or removed) keeps the open file.
 func (r *logReader) sendNew() error {
-	f, size, err := r.open()
-	if err != nil || f == nil {
+	if r.f != nil {
+		if err := r.drain(); err != nil {
+			return err
+		}
+		if !r.replaced() {
+			return nil
+		}
+		r.close()
+	}
+	if err := r.open(); err != nil || r.f == nil {
 		return err
 	}
-	defer f.Close()
+	r.off = 0
+	return r.drain()
+}
+
+// replaced reports whether the path now names a file other than the open
+// one.
+func (r *logReader) replaced() bool {
+	at, err := os.Stat(r.path)
+	if err != nil {
+		return false
+	}
+	cur, err := r.f.Stat()
+	return err == nil && !os.SameFile(at, cur)
+}
+
+// open opens the file at the path; r.f stays nil when it does not exist
+// (yet).
+func (r *logReader) open() error {
+	if r.path == "" {
+		return nil
+	}
+	f, err := os.Open(r.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	r.f = f
+	return nil
+}
+
+// drain sends the open file from the offset to its current end; a file
+// that shrank (rewritten) is sent again from its start.
+func (r *logReader) drain() error {
+	st, err := r.f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat log: %w", err)
+	}
+	size := st.Size()
 	if size < r.off {
 		r.off = 0
 	}
 	if size == r.off {
 		return nil
 	}
-	return r.copyFrom(f, r.off, size)
-}
-
-// open opens the file; nil when it does not exist (yet).
-func (r *logReader) open() (*os.File, int64, error) {
-	if r.path == "" {
-		return nil, 0, nil
-	}
-	f, err := os.Open(r.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("open log: %w", err)
-	}
-	st, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, 0, fmt.Errorf("stat log: %w", err)
-	}
-	return f, st.Size(), nil
-}
-
-func (r *logReader) copyFrom(f *os.File, from, to int64) error {
-	if _, err := f.Seek(from, io.SeekStart); err != nil {
+	if _, err := r.f.Seek(r.off, io.SeekStart); err != nil {
 		return fmt.Errorf("seek log: %w", err)
 	}
-	n, err := io.CopyN(r.w, f, to-from)
-	r.off = from + n
+	n, err := io.CopyN(r.w, r.f, size-r.off)
+	r.off += n
 	if n > 0 {
 		r.flush()
 	}
