@@ -315,3 +315,37 @@ func TestServiceRolloutResumesAfterScaleDown(t *testing.T) {
 	})
 	bundleIs(t, ctx, c, 30*time.Second, "web", "the rollout over", func(b *api.Bundle) bool { return !b.Rolling && allRunning(b) })
 }
+
+// TestServiceRolloutFixReachesBrokenReplica: a launch that fails takes
+// down the replica the rollout reached, which holds maxUnavailable; the
+// fix replaced after it reaches that replica at once (the API sets the
+// commands' RelaunchUnavailable), so the rollout of the fix finishes.
+func TestServiceRolloutFixReachesBrokenReplica(t *testing.T) {
+	c, drv, ctx := oneWorkerCluster(t)
+	svc := api.BundleSpec{ID: "web", Pool: "default", Kind: api.KindService, Count: 2, Jobs: []api.Job{envJob("1")}}
+	if _, err := c.CreateBundle(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "web", "two replicas running", func(b *api.Bundle) bool {
+		return b.State == api.StatePlaced && allRunning(b)
+	})
+	svc.Jobs[0].Launch.Job.Env = map[string]string{"V": "2", "FAIL": "broken version"}
+	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "web", "replica 0 failed on the broken version", func(b *api.Bundle) bool {
+		return b.Rolling && b.Replicas[0].Jobs[0].Status == api.JobFailed
+	})
+	svc.Jobs[0].Launch.Job.Env = map[string]string{"V": "3"}
+	if _, err := c.ReplaceBundle(ctx, svc, 0); err != nil {
+		t.Fatal(err)
+	}
+	bundleIs(t, ctx, c, 30*time.Second, "web", "the fix rolled out", func(b *api.Bundle) bool {
+		return b.Generation == 2 && !b.Rolling && allRunning(b)
+	})
+	for _, id := range []string{"web:0:j@worker-1", "web:1:j@worker-1"} {
+		if ev := drv.seen(id); !restarted(ev, "V=3") {
+			t.Fatalf("%s: the driver saw %v", id, ev)
+		}
+	}
+}

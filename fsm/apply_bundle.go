@@ -46,6 +46,7 @@ func (f *FSM) applyCreateBundle(t *tx, req *CreateBundleRequest) (any, error) {
 
 func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) {
 	t.advance(req.Now)
+	t.relaunchUnavailable = req.RelaunchUnavailable
 	spec := req.Spec
 	old := t.Bundle(spec.ID)
 	if old == nil {

@@ -136,6 +136,10 @@ type ReplaceBundleRequest struct {
 	// command without it, committed by an older leader, is applied as it
 	// was then, so that a replica replaying it reaches the others' state.
 	Rollout bool `json:",omitempty"`
+	// RelaunchUnavailable: a rollout this replace starts or moves on
+	// relaunches the replicas that are not available first, without
+	// waiting for them (tx.relaunchUnavailable). New leaders set it.
+	RelaunchUnavailable bool `json:",omitempty"`
 }
 
 // DeleteBundleRequest starts the stop-then-delete saga.
@@ -162,6 +166,9 @@ type AssignmentStatusRequest struct {
 	// Generation the assignment generation that ran.
 	ExitCode   int    `json:",omitempty"`
 	Generation uint64 `json:",omitempty"`
+	// RelaunchUnavailable: as ReplaceBundleRequest's, for the rollout a
+	// running report moves on.
+	RelaunchUnavailable bool `json:",omitempty"`
 }
 
 // BatchTimerRequest fires batch timers at the leader's clock: restarts of

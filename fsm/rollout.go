@@ -27,7 +27,11 @@ func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
 
 // advanceRollout relaunches the replicas still on an older generation, in
 // index order, as far as maxUnavailable allows; b is the bundle being
-// written (a copy the caller puts).
+// written (a copy the caller puts). With t.relaunchUnavailable a replica
+// behind that is not available anyway (a version that crashes, the one
+// before a fix) is relaunched first and at once: it costs no availability,
+// and waiting for it to run, which only the new launch may bring about,
+// stalled the rollout for good.
 func (t *tx) advanceRollout(b *Bundle) {
 	behind := map[int][]*Assignment{} // slot → its assignments on an older generation
 	for _, a := range t.BundleAssignments(b.ID()) {
@@ -41,8 +45,14 @@ func (t *tx) advanceRollout(b *Bundle) {
 	}
 	budget := max(b.Spec.MaxUnavailable, 1)
 	for i := range b.Replicas {
-		if !replicaAvailable(&b.Replicas[i]) {
-			budget--
+		r := &b.Replicas[i]
+		if replicaAvailable(r) {
+			continue
+		}
+		budget--
+		if t.relaunchUnavailable {
+			t.relaunchReplica(b, behind[r.Slot])
+			delete(behind, r.Slot)
 		}
 	}
 	for i := range b.Replicas {
@@ -53,10 +63,14 @@ func (t *tx) advanceRollout(b *Bundle) {
 		if len(behind[slot]) == 0 {
 			continue
 		}
-		for _, a := range behind[slot] {
-			t.relaunchAssignment(b, a)
-		}
+		t.relaunchReplica(b, behind[slot])
 		budget--
+	}
+}
+
+func (t *tx) relaunchReplica(b *Bundle, as []*Assignment) {
+	for _, a := range as {
+		t.relaunchAssignment(b, a)
 	}
 }
 

@@ -154,7 +154,8 @@ func relaunchedReplicas(h *harness) int {
 }
 
 // TestPropertyRolloutFinishes: whatever replaces (count, maxUnavailable,
-// launch; as the API sends them, with Rollout), placements and reports
+// launch; as the API sends them, with Rollout, and as older leaders did,
+// with or without RelaunchUnavailable), placements and reports
 // came before, once every replica is placed and each round of reports
 // says running, a service's rollout ends within count rounds with every
 // assignment on the bundle's generation. The rollout waiting forever for a
@@ -179,7 +180,8 @@ func TestPropertyRolloutFinishes(t *testing.T) {
 				next.Count = rapid.IntRange(1, 4).Draw(t, "count")
 				next.MaxUnavailable = rapid.IntRange(1, 2).Draw(t, "maxUnavailable")
 				next.Jobs[0].Launch = launch(rapid.IntRange(0, 2).Draw(t, "launch"))
-				h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: true})
+				unavailableFirst := rapid.Bool().Draw(t, "relaunchUnavailable")
+				h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: true, RelaunchUnavailable: unavailableFirst})
 			case 1:
 				placeUnplaced(h)
 			case 2:

@@ -24,6 +24,10 @@ type tx struct {
 	basis uint64
 	// eval evaluates constraints in a plan's re-check (Config.Eval).
 	eval ExprEvaluator
+	// relaunchUnavailable: the command asks a service's rollout to
+	// relaunch its unavailable replicas first (advanceRollout); commands
+	// from older leaders do not, and replay as they applied then.
+	relaunchUnavailable bool
 }
 
 var _ ledger.Store = txLedger{}
