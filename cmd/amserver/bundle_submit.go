@@ -27,7 +27,8 @@ func newBundleSubmitCmd(a *app) *cobra.Command {
 		Long: `Submit a bundle from a JSON or YAML file (- for stdin).
 
 With --wait, follow the bundle until it is placed or degraded, printing each
-state change, or until it is found unplaceable, then print why. The wait is
+state change, or until it is found unplaceable, then print why; a batch
+bundle is followed until it ends, complete or failed (exit 1). The wait is
 bounded by --timeout. With --json, the final answer has the shape of the
 create response, holding the bundle as it was when the wait ended.`,
 		Args: cobra.ExactArgs(1),
@@ -44,7 +45,7 @@ create response, holding the bundle as it was when the wait ended.`,
 			return a.submit(cmd, spec, wait)
 		},
 	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the bundle is placed (bounded by --timeout)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the bundle is placed, a batch bundle until it ends (bounded by --timeout)")
 	return cmd
 }
 
@@ -155,9 +156,23 @@ func settledError(b *api.Bundle) error {
 	case api.StateDeleting:
 		return sentence(errors.New(b.State), "bundle %q is being deleted", b.ID)
 	case api.StateFailed:
-		return sentence(errors.New(b.State), "batch bundle %q failed: a job exhausted its restart attempts", b.ID)
+		return sentence(errors.New(b.State), "batch bundle %q failed: %s", b.ID, failedJob(b))
 	}
 	return nil
+}
+
+// failedJob says which job failed a batch bundle, and how: the first one
+// that exited non-zero (the one that ended it; a bundle without a restart
+// policy has no attempts to exhaust).
+func failedJob(b *api.Bundle) string {
+	for _, r := range b.Replicas {
+		for _, j := range r.Jobs {
+			if j.ExitCode != nil && *j.ExitCode != 0 {
+				return fmt.Sprintf("job %s exited %d after %d restart(s)", j.Name, *j.ExitCode, j.Attempts)
+			}
+		}
+	}
+	return "a job exhausted its restart attempts"
 }
 
 // nextIndex is the index for the next blocking query. An index that went

@@ -234,3 +234,29 @@ func TestBundleScale(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledErrorBatchFailed: --wait's error for a failed batch bundle
+// names the job that ended it, its exit code and restarts, with or
+// without a restart policy.
+func TestSettledErrorBatchFailed(t *testing.T) {
+	two, zero := 2, 0
+	for _, tc := range []struct {
+		name string
+		jobs []api.JobPlacement
+		want string
+	}{
+		{"no restart policy", []api.JobPlacement{{Name: "ok", Status: api.JobExited, ExitCode: &zero}, {Name: "load", Status: api.JobExited, ExitCode: &two}},
+			`batch bundle "etl" failed: job load exited 2 after 0 restart(s)`},
+		{"restarts spent", []api.JobPlacement{{Name: "load", Status: api.JobExited, ExitCode: &two, Attempts: 3}},
+			`batch bundle "etl" failed: job load exited 2 after 3 restart(s)`},
+		{"no exit code known", []api.JobPlacement{{Name: "load"}}, `batch bundle "etl" failed: a job exhausted its restart attempts`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &api.Bundle{BundleSpec: api.BundleSpec{ID: "etl", Kind: api.KindBatch}, State: api.StateFailed,
+				Replicas: []api.Replica{{Jobs: tc.jobs}}}
+			if err := settledError(b); err == nil || err.Error() != tc.want {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
