@@ -77,11 +77,11 @@ func checkService(c *collector, spec *BundleSpec) {
 		c.errorf("", CodeInvalidCount, "a service's count must be 1..%d, is %d", MaxServiceCount, spec.Count)
 	}
 	for _, f := range []struct {
-		name string
-		v    int
-	}{{"maxPerNode", spec.MaxPerNode}, {"maxPerAz", spec.MaxPerAz}, {"maxUnavailable", spec.MaxUnavailable}} {
+		name, zero string
+		v          int
+	}{{"maxPerNode", "no bound", spec.MaxPerNode}, {"maxPerAz", "no bound", spec.MaxPerAz}, {"maxUnavailable", "the default, 1", spec.MaxUnavailable}} {
 		if f.v < 0 || f.v > MaxServiceCount {
-			c.errorf("", CodeInvalidCount, "%s must be 0..%d (0: no bound), is %d", f.name, MaxServiceCount, f.v)
+			c.errorf("", CodeInvalidCount, "%s must be 0..%d (0: %s), is %d", f.name, MaxServiceCount, f.zero, f.v)
 		}
 	}
 }

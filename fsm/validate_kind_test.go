@@ -92,3 +92,27 @@ func TestNormalizeKind(t *testing.T) {
 		t.Fatalf("mode %q", r.Restart.Mode)
 	}
 }
+
+// TestValidateServiceBoundMessages: each bound's message says what 0
+// means for it: no bound for maxPerNode and maxPerAz, the default of 1 for
+// maxUnavailable (a rollout always restarts some replica).
+func TestValidateServiceBoundMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*BundleSpec)
+		want string
+	}{
+		{"maxPerNode", func(s *BundleSpec) { s.MaxPerNode = -1 }, "maxPerNode must be 0..10000 (0: no bound), is -1"},
+		{"maxPerAz", func(s *BundleSpec) { s.MaxPerAz = -1 }, "maxPerAz must be 0..10000 (0: no bound), is -1"},
+		{"maxUnavailable", func(s *BundleSpec) { s.MaxUnavailable = -1 }, "maxUnavailable must be 0..10000 (0: the default, 1), is -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := BundleSpec{ID: "k", Pool: "edge", Kind: KindService, Count: 2, Jobs: []Job{{Name: "a"}}}
+			tc.edit(&s)
+			f := Validate(&s, valFixture(t), nil)
+			if len(f.Errors) != 1 || f.Errors[0].Message != tc.want {
+				t.Fatalf("findings %+v, want %q", f.Errors, tc.want)
+			}
+		})
+	}
+}
