@@ -13,12 +13,15 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // getAssignmentLogs proxies GET /v1/assignments/{id}/logs to the worker
-// that runs the assignment (DESIGN §7). It is a local route: any server
-// finds the assignment's node in its own state and streams the worker's
+// that runs the assignment (DESIGN §7). Any server finds the assignment's
+// node in its own state (a follower that does not know it yet forwards
+// the request to the leader, unless ?stale) and streams the worker's
 // answer as it comes, never holding the whole body; the caller leaving
 // (or this server stopping) cancels the request to the worker. The
 // caller's token travels along, and the worker asks a server whether it
@@ -28,13 +31,32 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	if err != nil {
 		return badRequest("%s", err.Error())
 	}
+	mode, err := readConsistency(c)
+	if err != nil {
+		return err
+	}
 	id := param(c, "id")
 	st := s.b.State()
-	node, ok := "", false
-	if a := st.Assignment(id); a != nil {
-		node, ok = a.NodeID, true
-	} else {
-		node, ok = st.RanOn(id) // a finished batch job: its worker keeps the output a while
+	node, ok := assignmentNode(st, id)
+	switch {
+	case mode == readStale:
+		s.setContactHeaders(c)
+	case !ok:
+		// This server's state may lag the leader's, which the caller read
+		// the assignment's id from (a bundle read is linearizable): a job
+		// just placed is not here yet. Ask the leader's state. (An id that
+		// is found names its node: no state could say another.)
+		if c.Request().Header.Get(api.HeaderForwarded) == "" && !s.b.IsLeader() {
+			return s.forward(c, false)
+		}
+		rm := raftstore.ReadDefault
+		if mode == readConsistent {
+			rm = raftstore.ReadConsistent
+		}
+		if err := s.b.ReadBarrier(c.Request().Context(), rm); err == nil {
+			st = s.b.State()
+			node, ok = assignmentNode(st, id)
+		}
 	}
 	if !ok {
 		return notFound("assignment %q not found", id)
@@ -72,6 +94,15 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	}
 	setIndex(c, st.Index(tableAssignments))
 	return streamText(c, resp.Body)
+}
+
+// assignmentNode is the node that runs assignment id, or ran it (a
+// finished batch job: its worker keeps the output a while).
+func assignmentNode(st *fsm.State, id string) (string, bool) {
+	if a := st.Assignment(id); a != nil {
+		return a.NodeID, true
+	}
+	return st.RanOn(id)
 }
 
 // errWorkerGone ends a log request whose worker gossip reports dead or

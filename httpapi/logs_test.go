@@ -351,3 +351,27 @@ func TestFinishedBatchJobLogs(t *testing.T) {
 		t.Fatalf("an assignment the bundle never ran as: %d", resp.StatusCode)
 	}
 }
+
+// TestAssignmentLogsOnALaggingFollower: a follower whose state does not
+// hold the assignment yet (a job the leader placed an instant ago, whose
+// id the caller read from the leader) forwards the request to the leader,
+// which serves it; an id the leader does not know either is 404.
+func TestAssignmentLogsOnALaggingFollower(t *testing.T) {
+	fw := newFakeWorker(t)
+	l, f := cluster(t)
+	placeBundle(t, l.b, "b1")
+	for _, e := range []*env{l, f} {
+		e.b.set(func(b *testBackend) { b.members = []gossip.Member{workerMember("n1", fw.hs.URL, gossip.StatusAlive)} })
+	}
+	if f.b.State().Assignment("b1:0:enc@n1") != nil {
+		t.Fatal("the follower knows the assignment: the test shows nothing")
+	}
+	resp, body := logsGet(t, f, logsOfB1+"?tail=2", "tok")
+	if resp.StatusCode != http.StatusOK || body != "b1:0:enc@n1 stream=stdout&tail=2 token=tok\n" {
+		t.Fatalf("logs via the follower: %d %q", resp.StatusCode, body)
+	}
+	resp, body = logsGet(t, f, "/v1/assignments/b9:0:enc@n1/logs", "")
+	if resp.StatusCode != http.StatusNotFound || errorBody(t, []byte(body)).Code != api.CodeNotFound {
+		t.Fatalf("unknown assignment via the follower: %d %s", resp.StatusCode, body)
+	}
+}

@@ -85,7 +85,8 @@ func (s *Server) routes(snapshotLimit echo.MiddlewareFunc) {
 	s.handle(del, "/v1/services/:id", s.deleteService, writer, write)
 
 	s.handle(get, "/v1/events", s.streamEvents, reader, read)
-	// Local: proxied to the assignment's worker from this server's state.
+	// Proxied to the assignment's worker from this server's state; a
+	// follower that does not know the assignment forwards (a read).
 	s.handle(get, "/v1/assignments/:id/logs", s.getAssignmentLogs, reader)
 	s.templateRoutes()
 	s.operatorRoutes(snapshotLimit)
