@@ -40,18 +40,22 @@ func (d *deleter) pass(ctx context.Context) {
 
 // purgeReason says whether a deleting bundle may leave the state, and why.
 func purgeReason(st *fsm.State, b *fsm.Bundle, now time.Time, timeout time.Duration) (string, bool) {
-	waiting := 0
+	waiting, lost := 0, 0
 	for _, a := range st.BundleAssignments(b.ID()) {
 		if a.Status == fsm.JobStopped || a.Status == fsm.JobFailed || a.Status == fsm.JobExited {
 			continue
 		}
 		if n := st.Node(a.NodeID); n == nil || n.Status == fsm.NodeDown || n.Status == fsm.NodeLeft {
+			lost++ // unconfirmed: a partitioned worker may still run it
 			continue
 		}
 		waiting++
 	}
-	if waiting == 0 {
+	switch {
+	case waiting == 0 && lost == 0:
 		return "every job stopped", true
+	case waiting == 0:
+		return fmt.Sprintf("every job stopped, except %d on nodes down or gone (not confirmed)", lost), true
 	}
 	if now.Sub(time.Unix(0, b.DeleteTime)) >= timeout {
 		return fmt.Sprintf("delete timeout (%s) passed with %d job(s) not confirmed stopped", timeout, waiting), true

@@ -22,8 +22,8 @@ func TestDeleter(t *testing.T) {
 		{"waits for its jobs", func(*env) {}, time.Minute - time.Nanosecond, false, ""},
 		{"jobs stopped", reportStopped, 0, true, "every job stopped"},
 		{"job failed", func(e *env) { report(e, fsm.JobFailed) }, 0, true, "every job stopped"},
-		{"node down", func(e *env) { e.setStatus("n1", fsm.NodeDown) }, 0, true, "every job stopped"},
-		{"node left", func(e *env) { e.setStatus("n1", fsm.NodeLeft) }, 0, true, "every job stopped"},
+		{"node down", func(e *env) { e.setStatus("n1", fsm.NodeDown) }, 0, true, "every job stopped, except 1 on nodes down or gone (not confirmed)"},
+		{"node left", func(e *env) { e.setStatus("n1", fsm.NodeLeft) }, 0, true, "every job stopped, except 1 on nodes down or gone (not confirmed)"},
 		{"node suspect", func(e *env) { e.setStatus("n1", fsm.NodeSuspect) }, time.Second, false, ""},
 		{"timeout", func(*env) {}, time.Minute, true, "delete timeout (1m0s) passed with 1 job(s) not confirmed stopped"},
 	}
