@@ -90,6 +90,10 @@ func (s *Server) getAssignmentLogs(c echo.Context) error {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusNotFound && st.Assignment(id) == nil {
+			// A finished batch job: its worker kept the output a while only.
+			return notFound("node %s no longer keeps the output of finished job %q (a worker keeps it for its --retain-finished, 1 h by default, and for at most 256 jobs)", node, id)
+		}
 		return workerError(node, resp)
 	}
 	setIndex(c, st.Index(tableAssignments))

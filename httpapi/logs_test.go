@@ -38,6 +38,11 @@ func newFakeWorker(t *testing.T) *fakeWorker {
 			w.WriteHeader(http.StatusForbidden)
 			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: &api.Error{Code: api.CodeForbidden, Message: "no"}})
 			return
+		case "expired": // a finished job whose output the worker no longer keeps
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: &api.Error{Code: api.CodeNotFound, Message: "does not run here"}})
+			return
 		case "garbage":
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = io.WriteString(w, "<html>oops</html>")
@@ -349,6 +354,17 @@ func TestFinishedBatchJobLogs(t *testing.T) {
 	}
 	if resp, _ := logsGet(t, e, "/v1/assignments/once:0:step@n2/logs", ""); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("an assignment the bundle never ran as: %d", resp.StatusCode)
+	}
+	// Its worker no longer keeps the output: the answer says so, not that
+	// the job does not run there.
+	resp, body = logsGet(t, e, "/v1/assignments/"+id+"/logs", "expired")
+	if eb := errorBody(t, []byte(body)); resp.StatusCode != http.StatusNotFound || eb.Code != api.CodeNotFound || !strings.Contains(eb.Message, "no longer keeps the output") {
+		t.Fatalf("logs of a finished job whose output expired: %d %s", resp.StatusCode, body)
+	}
+	// A running job's 404 is the worker's own.
+	resp, body = logsGet(t, e, logsOfB1, "expired")
+	if eb := errorBody(t, []byte(body)); resp.StatusCode != http.StatusNotFound || !strings.Contains(eb.Message, "does not run here") {
+		t.Fatalf("logs of a running job its worker does not hold: %d %s", resp.StatusCode, body)
 	}
 }
 
