@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"testing"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // TestRolloutRelaunchesUnavailableReplicasFirst: a service's replicas that
@@ -78,4 +80,65 @@ func TestRolloutRelaunchesUnavailableReplicasFirst(t *testing.T) {
 
 func versionLaunch(v int) Launch {
 	return Launch{Kind: "legacy", Job: &LegacyJob{Driver: "none", Env: map[string]string{"V": fmt.Sprint(v)}}}
+}
+
+// TestRelaunchUnavailableFlagOnTheWire: the commands that carry the flag
+// are encoded without it as before it existed, byte for byte, and decode
+// with it on a server from before it.
+func TestRelaunchUnavailableFlagOnTheWire(t *testing.T) {
+	type replaceBefore struct {
+		Spec    BundleSpec
+		CAS     uint64
+		Now     int64
+		Rollout bool `json:",omitempty"`
+	}
+	type reportBefore struct {
+		NodeID, AssignmentID, Status, Message string
+		Now                                   int64
+		ExitCode                              int    `json:",omitempty"`
+		Generation                            uint64 `json:",omitempty"`
+	}
+	spec := testBundle("x", "p", testJob("web", 1000, 0))
+	for _, tc := range []struct {
+		name        string
+		typ         MessageType
+		before      any
+		without     any
+		with        any
+		decodedInto func() any
+	}{
+		{"replace", ReplaceBundleType, &replaceBefore{Spec: spec, Now: 9, Rollout: true},
+			&ReplaceBundleRequest{Spec: spec, Now: 9, Rollout: true},
+			&ReplaceBundleRequest{Spec: spec, Now: 9, Rollout: true, RelaunchUnavailable: true},
+			func() any { return &replaceBefore{} }},
+		{"status report", AssignmentStatusType, &reportBefore{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2},
+			&AssignmentStatusRequest{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2},
+			&AssignmentStatusRequest{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2, RelaunchUnavailable: true},
+			func() any { return &reportBefore{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old, err := Encode(tc.typ, tc.before)
+			if err != nil {
+				t.Fatal(err)
+			}
+			without, err := Encode(tc.typ, tc.without)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(without) != string(old) {
+				t.Fatal("a command without the flag is encoded differently from before the flag")
+			}
+			with, err := Encode(tc.typ, tc.with)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := tc.decodedInto()
+			if err := codec.NewDecoderBytes(with[1:], msgpackHandle).Decode(got); err != nil {
+				t.Fatalf("decoded by an older server: %v", err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.before) {
+				t.Fatalf("decoded by an older server as %+v, want %+v", got, tc.before)
+			}
+		})
+	}
 }
