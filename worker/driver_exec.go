@@ -174,7 +174,7 @@ func (d *ExecDriver) supervise(t *execTask) {
 			d.finishOnce(t, err)
 			return
 		}
-		_, msg := d.exitMessage(t.current(), err)
+		_, msg := d.exitMessage(t, err)
 		t.set(api.JobFailed, msg)
 		d.emit(t, api.JobFailed, msg)
 		if time.Since(started) > time.Minute {
@@ -191,7 +191,7 @@ func (d *ExecDriver) supervise(t *execTask) {
 // it is stopped: a batch job is never restarted by the driver (the server
 // restarts it, by a new generation, under the bundle's restart policy).
 func (d *ExecDriver) finishOnce(t *execTask, err error) {
-	code, msg := d.exitMessage(t.current(), err)
+	code, msg := d.exitMessage(t, err)
 	t.mu.Lock()
 	t.state, t.message, t.code = api.JobExited, msg, code
 	t.mu.Unlock()
@@ -206,7 +206,11 @@ func (d *ExecDriver) finishOnce(t *execTask, err error) {
 // exitMessage says how the task's process ended (runOnce's error): the
 // command and its exit code, with its last lines of stderr when it
 // failed, or why it could not start.
-func (d *ExecDriver) exitMessage(a api.Assignment, err error) (code int, msg string) {
+func (d *ExecDriver) exitMessage(t *execTask, err error) (code int, msg string) {
+	a := t.current()
+	t.mu.Lock()
+	from := t.errFrom
+	t.mu.Unlock()
 	code = processExitCode(err)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -216,7 +220,7 @@ func (d *ExecDriver) exitMessage(a api.Assignment, err error) (code int, msg str
 	if code == 0 {
 		return 0, what + " exited with code 0"
 	}
-	return code, failureMessage(what, code, tailFile(filepath.Join(taskDir(d.stateDir, a.ID), stderrLog), 10))
+	return code, failureMessage(what, code, tailFile(filepath.Join(taskDir(d.stateDir, a.ID), stderrLog), from, 10))
 }
 
 // startFailed is the exit code of a process that could not start (as a
@@ -267,6 +271,11 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 		cmd.Stdout, cmd.Stderr = stdout, stderr
 		defer stdout.Close()
 		defer stderr.Close()
+		if st, err := stderr.Stat(); err == nil {
+			t.mu.Lock()
+			t.errFrom = st.Size()
+			t.mu.Unlock()
+		}
 	}
 	if a.MemoryLimitMiB > 0 {
 		if cg := d.limiter.enter(a.ID, a.MemoryLimitMiB); cg != nil {

@@ -100,3 +100,31 @@ func TestExecDriverWithoutCommandFails(t *testing.T) {
 		t.Fatalf("got %s %q", state, msg)
 	}
 }
+
+// TestExecFailureQuotesItsOwnRun: every run of a task appends to its
+// stderr.log, and a failure's message quotes the last lines of the run
+// that failed, not an earlier run's too (a crash loop's message read as if
+// one run had printed each earlier run's lines).
+func TestExecFailureQuotesItsOwnRun(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewExecDriver(filepath.Join(dir, "tasks"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stopGrace = 2 * time.Second
+	count := filepath.Join(dir, "runs")
+	script := `n=$(( $(cat ` + count + ` 2>/dev/null || echo 0) + 1 )); echo $n > ` + count + `; echo "oops $n" >&2; exit 3`
+	a := assignment("w1", "b1", "job", api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", script}}, api.RuntimeExec)
+	d.Ensure(t.Context(), a)
+	t.Cleanup(func() { _ = d.Stop(context.Background(), a.ID) })
+	for {
+		ev := nextEvent(t, d)
+		if ev.State != api.JobFailed || !strings.Contains(ev.Message, "oops 2") {
+			continue
+		}
+		if want := "sh exited with code 3: oops 2"; ev.Message != want {
+			t.Fatalf("the second run's failure says %q, want %q", ev.Message, want)
+		}
+		return
+	}
+}

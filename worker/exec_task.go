@@ -16,6 +16,10 @@ type execTask struct {
 	state   string
 	message string
 	code    int // exit code once a batch job exited
+	// errFrom is where the current run's stderr starts in stderr.log,
+	// which every run of the task appends to: a failure message quotes
+	// this run's last lines, not an earlier run's.
+	errFrom int64
 	proc    *os.Process
 	halted  chan struct{} // closed when the task must stop for good
 	done    chan struct{} // closed when the supervisor has returned

@@ -85,16 +85,21 @@ func lastLines(text []byte, n int) string {
 	return out
 }
 
-// tailFile reads the last lines of a file (at most its last 64 KiB).
-func tailFile(path string, n int) string {
+// tailFile reads the last lines of a file from offset from on (at most
+// its last 64 KiB): a run's own output in a file that every run of the
+// task appends to.
+func tailFile(path string, from int64, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	const window = 64 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > window {
-		_, _ = f.Seek(st.Size()-window, io.SeekStart)
+	if st, err := f.Stat(); err == nil {
+		from = max(min(from, st.Size()), st.Size()-window)
+	}
+	if _, err := f.Seek(max(from, 0), io.SeekStart); err != nil {
+		return ""
 	}
 	b, _ := io.ReadAll(io.LimitReader(f, window))
 	return lastLines(b, n)

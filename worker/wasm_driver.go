@@ -220,6 +220,10 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 	}
 	defer stdout.Close()
 	defer stderr.Close()
+	var errFrom int64 // this run's stderr starts here: a failure quotes its own lines
+	if st, err := stderr.Stat(); err == nil {
+		errFrom = st.Size()
+	}
 	// argv is the program's name alone: Go's flag package, for one, needs
 	// an argv[0].
 	mc := wazero.NewModuleConfig().WithArgs("main.wasm").WithStdout(stdout).WithStderr(stderr).
@@ -236,11 +240,11 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 		t.code = code
 		d.mu.Unlock()
 		if code != 0 {
-			return api.JobExited, failureMessage("main.wasm", code, tailFile(filepath.Join(dir, stderrLog), 10))
+			return api.JobExited, failureMessage("main.wasm", code, tailFile(filepath.Join(dir, stderrLog), errFrom, 10))
 		}
 		return api.JobExited, "main.wasm exited with code 0"
 	}
-	return d.exitState(err, filepath.Join(dir, stderrLog))
+	return d.exitState(err, filepath.Join(dir, stderrLog), errFrom)
 }
 
 // moduleExitCode reads how a module ended: returning from main is 0, a
@@ -269,7 +273,7 @@ func (d *WasmDriver) ExitCode(id string) (int, bool) {
 
 // exitState reads how a module ended: 0 is stopped, anything else failed
 // with the last lines of its stderr.
-func (d *WasmDriver) exitState(err error, stderrPath string) (string, string) {
+func (d *WasmDriver) exitState(err error, stderrPath string, errFrom int64) (string, string) {
 	if err == nil {
 		return api.JobStopped, "main.wasm exited with code 0"
 	}
@@ -278,9 +282,9 @@ func (d *WasmDriver) exitState(err error, stderrPath string) (string, string) {
 		if exit.ExitCode() == 0 {
 			return api.JobStopped, "main.wasm exited with code 0"
 		}
-		return api.JobFailed, failureMessage("main.wasm", int(int32(exit.ExitCode())), tailFile(stderrPath, 10))
+		return api.JobFailed, failureMessage("main.wasm", int(int32(exit.ExitCode())), tailFile(stderrPath, errFrom, 10))
 	}
-	return api.JobFailed, lastLines([]byte("main.wasm failed: "+err.Error()+"\n"+tailFile(stderrPath, 10)), 12)
+	return api.JobFailed, lastLines([]byte("main.wasm failed: "+err.Error()+"\n"+tailFile(stderrPath, errFrom, 10)), 12)
 }
 
 // set records a task's state and reports a change, unless the task was
