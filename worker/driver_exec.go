@@ -31,8 +31,11 @@ type ExecDriver struct {
 	limiter   *memLimiter
 	stateDir  string        // assignments' directories: role/epoch file, stdout.log, stderr.log
 	stopGrace time.Duration // SIGTERM → SIGKILL delay
-	events    chan TaskEvent
-	retain    *retainStore // nil: a batch job's output goes with its task
+	// stableAfter is how long a run that follows a failure must stay up
+	// before the task reads running again (runOnce).
+	stableAfter time.Duration
+	events      chan TaskEvent
+	retain      *retainStore // nil: a batch job's output goes with its task
 
 	mu    sync.Mutex
 	tasks map[string]*execTask
@@ -49,7 +52,7 @@ func NewExecDriver(stateDir string, logger *slog.Logger) (*ExecDriver, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &ExecDriver{
-		logger: logger, limiter: detectMemLimiter(logger), stateDir: stateDir, stopGrace: 10 * time.Second,
+		logger: logger, limiter: detectMemLimiter(logger), stateDir: stateDir, stopGrace: 10 * time.Second, stableAfter: defaultStableAfter,
 		events: make(chan TaskEvent, 256), tasks: map[string]*execTask{},
 	}, nil
 }
@@ -156,14 +159,17 @@ func (d *ExecDriver) StopAll(ctx context.Context) error {
 	return nil
 }
 
+// defaultStableAfter: a restarted run that stays up this long is running.
+const defaultStableAfter = 5 * time.Second
+
 // supervise runs the task until halted, restarting it with capped
 // exponential backoff; a run that lasted a minute resets the backoff.
 func (d *ExecDriver) supervise(t *execTask) {
 	defer close(t.done)
 	bo := backoff.New(time.Second, 30*time.Second)
-	for {
+	for failed := false; ; failed = true {
 		started := time.Now()
-		err := d.runOnce(t)
+		err := d.runOnce(t, failed)
 		select {
 		case <-t.halted:
 			t.set(api.JobStopped, "")
@@ -256,8 +262,12 @@ func (d *ExecDriver) ExitCode(id string) (int, bool) {
 	return t.code, t.state == api.JobExited
 }
 
-// runOnce starts the process and waits for it to exit.
-func (d *ExecDriver) runOnce(t *execTask) error {
+// runOnce starts the process and waits for it to exit. A run that
+// follows a failure (afterFailure) reads running only once it has stayed
+// up for stableAfter, the task reading failed until then: a crash loop's
+// brief starts are not running, or each would count its replica available
+// and let a service's rollout take down the next (DESIGN §4.2).
+func (d *ExecDriver) runOnce(t *execTask, afterFailure bool) error {
 	a := t.current()
 	job := legacyJob(a.Launch)
 	cmd := exec.Command(job.Command[0], job.Command[1:]...)
@@ -301,9 +311,30 @@ func (d *ExecDriver) runOnce(t *execTask) error {
 		d.logger.Warn("cannot record the child: if the worker dies, the rest of its process group may outlive it", "assignment", a.ID, "err", err)
 	}
 	t.attach(cmd.Process)
+	if !afterFailure {
+		d.markRunning(t)
+		return cmd.Wait()
+	}
+	exited, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		stable := time.NewTimer(d.stableAfter)
+		defer stable.Stop()
+		select {
+		case <-stable.C:
+			d.markRunning(t)
+		case <-exited:
+		}
+	}()
+	err = cmd.Wait()
+	close(exited)
+	<-watched // the run's end is set after its start, never before
+	return err
+}
+
+func (d *ExecDriver) markRunning(t *execTask) {
 	t.set(api.JobRunning, "")
 	d.emit(t, api.JobRunning, "")
-	return cmd.Wait()
 }
 
 // missingProgram reports a start that failed for want of the program,

@@ -35,6 +35,7 @@ func TestExecDriverLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.stopGrace = 2 * time.Second
+	d.stableAfter = 100 * time.Millisecond // the run after the crash stays up
 	out := filepath.Join(dir, "out")
 	core := runtime.NumCPU() - 1
 	script := `echo "$AMSERVER_BUNDLE $AMSERVER_JOB $AMSERVER_ROLE $AMSERVER_EPOCH $AMSERVER_CORES $CUSTOM" >> ` + out + `
@@ -126,5 +127,31 @@ func TestExecFailureQuotesItsOwnRun(t *testing.T) {
 			t.Fatalf("the second run's failure says %q, want %q", ev.Message, want)
 		}
 		return
+	}
+}
+
+// TestExecCrashLoopReadsFailed: a task that crashes at every start reads
+// running at its first start only; its restarts, each up for an instant,
+// read failed (a service's rollout counted each brief start an available
+// replica and went on to the next, until every replica crashed).
+func TestExecCrashLoopReadsFailed(t *testing.T) {
+	d, err := NewExecDriver(filepath.Join(t.TempDir(), "tasks"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stopGrace = 2 * time.Second
+	a := assignment("w1", "b1", "job", api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", "echo bad version >&2; exit 3"}}, api.RuntimeExec)
+	d.Ensure(t.Context(), a)
+	t.Cleanup(func() { _ = d.Stop(context.Background(), a.ID) })
+	if ev := nextEvent(t, d); ev.State != api.JobRunning {
+		t.Fatalf("first event %+v", ev)
+	}
+	for failures := 0; failures < 3; {
+		switch ev := nextEvent(t, d); ev.State {
+		case api.JobFailed:
+			failures++
+		default:
+			t.Fatalf("after %d failures: %+v", failures, ev)
+		}
 	}
 }
