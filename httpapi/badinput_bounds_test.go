@@ -19,6 +19,9 @@ func boundCases() []badCase {
 	dup := func(name, method, path, body string) badCase {
 		return badCase{"400 duplicate key " + name, method, path, body, 400, api.CodeDuplicateKey, ""}
 	}
+	fold := func(name, method, path, body string) badCase {
+		return badCase{"400 key in another case " + name, method, path, body, 400, api.CodeBadRequest, ""}
+	}
 	job := `{"name":"enc","requirements":{"capacity":1}}`
 	return []badCase{
 		dup("top level", "POST", bundles, `{"pool":"p1","pool":"p2","jobs":[`+job+`]}`),
@@ -29,6 +32,15 @@ func boundCases() []badCase {
 		dup("on validate", "POST", bundles+"/validate", `{"pool":"p1","jobs":[`+job+`],"jobs":[]}`),
 		dup("in a node", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":4,"labels":{"az":"a","az":"b"}}`),
 		dup("in a pool", "PUT", "/v1/pools/p9", `{"kind":"cluster","kind":"elastic"}`),
+		// encoding/json matches keys to fields ignoring case: "Pool" would
+		// pass for "pool", and beside it silently replace or be replaced.
+		fold("alone", "POST", bundles, `{"Pool":"p1","jobs":[`+job+`]}`),
+		fold("beside the exact key", "POST", bundles, `{"pool":"p1","POOL":"one","jobs":[`+job+`]}`),
+		fold("in a job", "POST", bundles, `{"pool":"p1","jobs":[{"name":"enc","Requirements":{"capacity":1}}]}`),
+		fold("in a launch", "POST", bundles, `{"pool":"p1","jobs":[{"name":"enc","launch":{"kind":"legacy","job":{"Driver":"none"}}}]}`),
+		fold("on validate", "POST", bundles+"/validate", `{"pool":"p1","jobs":[{"Name":"enc"}]}`),
+		fold("in a node", "PUT", "/v1/nodes/n9", `{"pool":"p1","TotalCapacity":4}`),
+		fold("in a pool", "PUT", "/v1/pools/p9", `{"Kind":"cluster"}`),
 		{"400 not UTF-8", "POST", bundles, "{\"pool\":\"p1\",\"tags\":{\"k\":\"\xff\"},\"jobs\":[" + job + "]}", 400, api.CodeBadRequest, ""},
 		v("bidi in a tag", fsm.CodeInvalidText, func(s *api.BundleSpec) { s.Tags = map[string]string{"owner": "evil\u202Egnp.exe"} }),
 		v("bidi in a tag key", fsm.CodeInvalidText, func(s *api.BundleSpec) { s.Tags = map[string]string{"a\u2067b": "x"} }),

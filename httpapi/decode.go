@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"net/url"
+	"reflect"
 	"strconv"
+
+	"github.com/amserver/amserver/internal/jsonkeys"
 
 	"github.com/labstack/echo/v4"
 )
@@ -35,7 +38,7 @@ func bodyBytes(c echo.Context) ([]byte, error) {
 }
 
 // decodeBody decodes the request body strictly into v: one JSON value, no
-// unknown fields, nothing after it.
+// unknown fields (nor known ones in another case), nothing after it.
 func decodeBody(c echo.Context, v any) error {
 	b, err := bodyBytes(c)
 	if err != nil {
@@ -56,7 +59,14 @@ func decodeStrict(b []byte, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return badRequest("malformed JSON body: data after the JSON value")
 	}
-	return scanBody(b)
+	if err := scanBody(b); err != nil {
+		return err
+	}
+	// The decoder matches keys to fields ignoring case; the API's are exact.
+	if err := jsonkeys.Check(b, reflect.TypeOf(v)); err != nil {
+		return badRequest("malformed JSON body: %v", err)
+	}
+	return nil
 }
 
 // param returns a path parameter, unescaped.

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/amserver/amserver/internal/jsonkeys"
 )
 
 // maxInputSize bounds what is read from a file; the server's own body limit
@@ -77,7 +79,7 @@ func unwrapPathError(err error) error {
 
 // decodeStrict decodes JSON directly (keeping its line numbers in errors)
 // and anything else as YAML converted to JSON, then decodes that with
-// unknown fields disallowed. A .json file is never read as YAML, so a
+// unknown fields (and known ones in another case) disallowed. A .json file is never read as YAML, so a
 // broken one gets a JSON error rather than a puzzling YAML one.
 func decodeStrict(path string, data []byte, out any) error {
 	trimmed := bytes.TrimSpace(data)
@@ -107,7 +109,8 @@ func decodeStrict(path string, data []byte, out any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("unexpected data after the first JSON value")
 	}
-	return nil
+	// The decoder matches keys to fields ignoring case; the server does not.
+	return jsonkeys.Check(js, reflect.TypeOf(out))
 }
 
 // multipleDocuments reports a "---" separator after content: the YAML

@@ -109,6 +109,9 @@ func TestBadFiles(t *testing.T) {
 			`field "jobs.requirements.cores" must be a whole number, not string`},
 		{"wrong type json line", "c.json", "{\n\"pool\": \"live\",\n\"jobs\": 3\n}", `field "jobs" must be a list, not number (line 3)`},
 		{"duplicate key", "d.yaml", "pool: a\npool: b\n", `already set`},
+		// encoding/json would take "Pool" for "pool", and keep one of the two.
+		{"key in another case yaml", "k.yaml", "pool: a\nPool: b\njobs: [{name: x}]\n", `unknown field "Pool"`},
+		{"key in another case json", "k.json", strings.Replace(bundleJSON, `"cores"`, `"Cores"`, 1), `unknown field "Cores"`},
 		{"two documents", "e.yaml", "pool: a\n---\npool: b\n", "more than one YAML document"},
 		{"empty", "f.yaml", " \n", "it is empty"},
 		{"only comments", "g.yaml", "# nothing\n", "holds no document"},
