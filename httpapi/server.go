@@ -150,6 +150,7 @@ func New(cfg Config) *Server {
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic}))
 	e.Use(s.logRequests)
 	e.Use(s.checkForwardTarget)
+	e.Use(s.refuseCrossOrigin)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit: cfg.BodyLimit, Skipper: func(c echo.Context) bool { return isSnapshotRestore(c) || isTemplatePush(c) },
 	}))
