@@ -89,6 +89,11 @@ func New(addr string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("amserver: server address %q: want http(s)://host:port", addr)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
+	// The client adds /v1 itself: with it in the address every request went
+	// to /v1/v1/..., whose 404 read as "bundle not found" for one that exists.
+	if strings.HasSuffix(u.Path, "/v1") {
+		return nil, fmt.Errorf("amserver: server address %q: leave out /v1 (want http(s)://host:port)", addr)
+	}
 	c := &Client{base: u, hc: &http.Client{}, maxRetries: DefaultMaxRetries}
 	for _, o := range opts {
 		o(c)

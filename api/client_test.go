@@ -19,13 +19,14 @@ func TestNewAddress(t *testing.T) {
 		{"localhost:7070", "http://localhost:7070"},
 		{"http://10.0.0.1:7070/", "http://10.0.0.1:7070"},
 		{"https://amserver.example", "https://amserver.example"},
+		{"https://proxy.example/amserver/", "https://proxy.example/amserver"},
 	} {
 		c, err := New(tc.in)
 		if err != nil || c.Address() != tc.want {
 			t.Errorf("New(%q) = %v, %v; want %s", tc.in, c, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "ftp://x", "http://"} {
+	for _, bad := range []string{"", "ftp://x", "http://", "http://127.0.0.1:7070/v1", "127.0.0.1:7070/v1/", "https://proxy.example/amserver/v1"} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("New(%q) accepted", bad)
 		}
