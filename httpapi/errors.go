@@ -128,6 +128,25 @@ func classifyEcho(ee *echo.HTTPError) (int, *api.Error) {
 	return ee.Code, &api.Error{Status: ee.Code, Code: code, Message: msg}
 }
 
+// routingMessage says what echo's router only names by status ("Not
+// Found", "Method Not Allowed"): the request's method and path and, for a
+// 405, the methods the path takes (its Allow header).
+func routingMessage(err error, c echo.Context) string {
+	req := c.Request()
+	path := quote(req.URL.Path)
+	switch {
+	case errors.Is(err, echo.ErrNotFound):
+		return fmt.Sprintf("no route for %s %s (docs/openapi.yaml lists the API)", quote(req.Method), path)
+	case errors.Is(err, echo.ErrMethodNotAllowed):
+		msg := fmt.Sprintf("method %s is not allowed on %s", quote(req.Method), path)
+		if allow := c.Response().Header().Get(echo.HeaderAllow); allow != "" {
+			msg += "; it takes " + allow
+		}
+		return msg
+	}
+	return ""
+}
+
 func findings(list []fsm.Finding) []api.Finding {
 	out := make([]api.Finding, len(list))
 	for i, f := range list {
@@ -148,6 +167,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		body.Warnings = []api.Finding{}
 	}
 	req := c.Request()
+	if msg := routingMessage(err, c); msg != "" {
+		body.Message = msg
+	}
 	// Deliberate answers (httpError) and 4xx are routine; other 5xx are
 	// failures worth an operator's attention.
 	level := slog.LevelDebug
