@@ -170,6 +170,9 @@ func describeAPI(kind, id string, e *api.Error) string {
 	switch e.Code {
 	case api.CodeNotFound:
 		if kind == "" {
+			if strings.Contains(msg, "not found") { // the server's sentence already says it
+				return msg
+			}
 			return "not found: " + msg
 		}
 		return subject + " not found"

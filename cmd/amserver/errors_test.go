@@ -125,6 +125,11 @@ func TestDescribeAPIWithoutSubject(t *testing.T) {
 	if got := describeAPI("", "", e); got != "not found: nothing here" {
 		t.Errorf("describeAPI = %q", got)
 	}
+	// `logs` names no subject; the server's message says what is missing.
+	e2 := &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: `bundle "nosuch" not found`}
+	if got := describeAPI("", "", e2); got != `bundle "nosuch" not found` {
+		t.Errorf("describeAPI = %q", got)
+	}
 	if got := exitCode(about(e, "bundle", "x")); got != exitNotFound {
 		t.Errorf("exitCode = %d", got)
 	}
