@@ -64,6 +64,9 @@ func badInputCases() []badCase {
 
 const bundles = "/v1/bundles"
 
+// casBypass replaces b1 with a changed spec: accepted unless a CAS stops it.
+var casBypass = bundle(func(s *api.BundleSpec) { s.ID = "b1"; s.Tags = map[string]string{"cas": "bypassed"} })
+
 // validationCase is a 422 for a bundle edited by fn, naming finding.
 func validationCase(name, finding string, fn func(s *api.BundleSpec)) badCase {
 	return badCase{"422 " + name, http.MethodPost, bundles, bundle(fn), 422, api.CodeValidationFailed, finding}
@@ -104,6 +107,11 @@ func badRequestCases() []badCase {
 		{"bad force", "DELETE", "/v1/nodes/n1?force=perhaps", ``, 400, api.CodeBadRequest, ""},
 		{"bad events index", "GET", "/v1/events?index=x", ``, 400, api.CodeBadRequest, ""},
 		{"method not allowed", "PATCH", bundles + "/b1", `{}`, 405, api.CodeBadRequest, ""},
+		// A query that does not parse: echo dropped the pair, so the CAS was
+		// ignored and the replace went through unconditionally.
+		{"malformed query on a CAS replace", "PUT", bundles + "/b1?cas=1%", casBypass, 400, api.CodeBadRequest, ""},
+		{"malformed query on a list", "GET", bundles + "?filter=bundle.id%zz", ``, 400, api.CodeBadRequest, ""},
+		{"malformed query on a delete", "DELETE", "/v1/nodes/n1?force=%", ``, 400, api.CodeBadRequest, ""},
 	}
 }
 

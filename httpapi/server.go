@@ -151,6 +151,7 @@ func New(cfg Config) *Server {
 	e.Use(s.logRequests)
 	e.Use(s.checkForwardTarget)
 	e.Use(s.refuseCrossOrigin)
+	e.Use(checkQuery)
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
 		Limit: cfg.BodyLimit, Skipper: func(c echo.Context) bool { return isSnapshotRestore(c) || isTemplatePush(c) },
 	}))
