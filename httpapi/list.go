@@ -27,6 +27,11 @@ const (
 	// matches little answers a short (even empty) page with a token to go
 	// on, instead of reading a hundred thousand bundles in one request.
 	defaultMaxScan = 10_000
+	// defaultMaxPageBytes bounds a page's body: a page of a thousand whole
+	// bundles of up to 1 MiB each would otherwise be built in memory (twice)
+	// whole. A page stops once its body passes it, holding at least one
+	// entry, and gives a token to go on, as a scan-bounded page does.
+	defaultMaxPageBytes = 8 << 20
 	// maxPrefixLen bounds ?prefix= (ids are at most 63 bytes).
 	maxPrefixLen = 256
 	// tokenVersion starts every token, so the format can change.
@@ -74,12 +79,13 @@ func wholeObjects[T any](full func(*T) any) renderer[T] {
 
 // listParams are a list request's paging, narrowing and form.
 type listParams struct {
-	perPage int
-	maxScan int
-	after   string
-	prefix  string
-	full    bool
-	filter  *listFilter
+	perPage  int
+	maxScan  int
+	maxBytes int // 0: no bound on the body
+	after    string
+	prefix   string
+	full     bool
+	filter   *listFilter
 }
 
 // serveList is the handler of a declared list.
@@ -89,7 +95,7 @@ func serveList[T any](s *Server, l listing[T]) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		p.maxScan = s.maxScan
+		p.maxScan, p.maxBytes = s.maxScan, s.maxPageBytes
 		keep := func(*T) bool { return true }
 		if l.narrow != nil {
 			if keep, err = l.narrow(c); err != nil {
@@ -104,7 +110,8 @@ func serveList[T any](s *Server, l listing[T]) echo.HandlerFunc {
 }
 
 // page builds one page: up to perPage entries after the token that pass
-// the narrowing and the filter, examining at most p.maxScan rows. The next
+// the narrowing and the filter, examining at most p.maxScan rows and
+// stopping once the body passes p.maxBytes. The next
 // page starts after the last row examined, served or skipped. Each entry is
 // encoded as it is rendered (page_encode.go); an error leaves nothing.
 func (l listing[T]) page(ctx context.Context, st *fsm.State, p listParams, keep func(*T) bool, r renderer[T]) (pageResult, error) {
@@ -112,7 +119,7 @@ func (l listing[T]) page(ctx context.Context, st *fsm.State, p listParams, keep 
 	defer enc.release()
 	last, scanned, more := "", 0, false
 	for row := range l.scan(st, p.after, p.prefix) {
-		if enc.n == p.perPage || scanned == p.maxScan {
+		if enc.n == p.perPage || scanned == p.maxScan || p.maxBytes > 0 && enc.n > 0 && enc.size() >= p.maxBytes {
 			more = true // a row follows
 			break
 		}

@@ -310,6 +310,27 @@ func TestListScanBudget(t *testing.T) {
 	}
 }
 
+// TestListByteBudget: a page stops once its body passes the byte budget,
+// with at least one entry and a token, however many entries per_page asks
+// for, and the walk still finds every entry once.
+func TestListByteBudget(t *testing.T) {
+	ids := bundleIDs(12)
+	e := listEnv(t, ids)
+	one := e.page(bundles + "?full=true&per_page=1")
+	e.s.maxPageBytes = 1 // passed by any entry: one entry per page
+	first := e.page(bundles + "?full=true&per_page=1000")
+	if len(first.items) != 1 || first.next == "" {
+		t.Fatalf("first page: %d items, token %q; want one entry and a token", len(first.items), first.next)
+	}
+	if len(one.items) != 1 || one.items[0]["id"] != first.items[0]["id"] {
+		t.Fatalf("first page %v, want %v", first.items, one.items)
+	}
+	got, pages := e.walkIDsOrNames(bundles + "?full=true&per_page=1000")
+	if !slices.Equal(got, ids) || pages != len(ids) {
+		t.Fatalf("walk: %v in %d pages, want %v in %d", got, pages, ids, len(ids))
+	}
+}
+
 // TestListForms: entries are summaries unless ?full=true, and a GET by id
 // answers what ?full=true lists.
 func TestListForms(t *testing.T) {

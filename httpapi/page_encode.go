@@ -45,6 +45,9 @@ func (p *pageEncoder) add(v any) error {
 	return nil
 }
 
+// size is the body's length so far.
+func (p *pageEncoder) size() int { return p.buf.Len() }
+
 // finish closes the array and returns the page's body, a copy of its own.
 func (p *pageEncoder) finish() []byte {
 	p.buf.WriteString("]\n")

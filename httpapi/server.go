@@ -104,6 +104,7 @@ type Server struct {
 	shared         *sharedAnswers
 	eventLines     *eventLines
 	maxScan        int // rows a list page examines at most (list.go)
+	maxPageBytes   int // a list page's body stops growing past it (list.go)
 	peers          atomic.Pointer[peerSample]
 
 	// stopping is closed when Serve's context ends, so blocking queries and
@@ -130,6 +131,7 @@ func New(cfg Config) *Server {
 		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
 		admit:  newAdmission(max(cfg.WriteLatencyFactor, 0), defaultAdmitWindow, nil),
 		shared: newSharedAnswers(), eventLines: newEventLines(defaultEventLines), maxScan: defaultMaxScan,
+		maxPageBytes: defaultMaxPageBytes,
 	}
 	s.limits.admit = s.admit
 	e := echo.New()
