@@ -42,6 +42,11 @@ type placer struct {
 	// held are the bundles whose failure records wait (holdRecords), with
 	// what they were tried against (heldTry).
 	held map[string]heldTry
+	// unchanged are the unplaceable bundles a try left as they were
+	// (placer_unchanged.go); again, that a pass added some and left more
+	// of the queue than one plan holds: the next pass runs without waiting.
+	unchanged unchangedTries
+	again     bool
 }
 
 // unplaceableRescan is how often the placer re-reads every unplaceable
@@ -79,7 +84,7 @@ func (p *placer) Run(ctx context.Context) {
 		if p.recordDue > 0 {
 			wait, p.recordDue = p.recordDue, 0
 		}
-		if committed == 0 && !waitChange(ctx, watch, wait) {
+		if committed == 0 && !p.again && !waitChange(ctx, watch, wait) {
 			return
 		}
 	}
@@ -89,7 +94,10 @@ func (p *placer) Run(ctx context.Context) {
 func (p *placer) pass(ctx context.Context) int {
 	st := p.l.store.State()
 	start := p.l.clock.Now()
-	queue := p.withDeferred(st, placementQueue(st, p.scanUnplaceable(st, start)), start)
+	p.again = false
+	cluster := clusterIndex(st)
+	queue := p.unchanged.skip(placementQueue(st, p.scanUnplaceable(st, start)), cluster)
+	queue = p.withDeferred(st, queue, start)
 	if len(queue) == 0 {
 		return 0
 	}
@@ -97,7 +105,6 @@ func (p *placer) pass(ctx context.Context) int {
 		p.since = pendingSince{}
 	}
 	p.since.see(queue, start)
-	cluster := clusterIndex(st)
 	queue, held := p.splitHeld(queue, cluster, start)
 	// Unplaceable bundles this pass leaves (held records, a queue over one
 	// plan) are read again by the next; pending ones always are.
@@ -105,13 +112,15 @@ func (p *placer) pass(ctx context.Context) int {
 	if len(queue) == 0 {
 		return 0
 	}
-	if len(queue) > maxBundlesPerPlan {
+	more := len(queue) > maxBundlesPerPlan
+	if more {
 		queue = queue[:maxBundlesPerPlan]
 	}
 	batch := p.l.engine.Snapshot(st).NewBatch(p.l.store.AppliedIndex())
 	p.pruneTried(start)
 	budget := preemptPerPass
 	p.placeAll(batch, queue, &budget, start)
+	p.again = p.unchanged.remember(batch, queue, cluster) > 0 && more
 	if p.holdRecords(batch, start) {
 		p.hold(queue, cluster)
 		p.rescan = p.rescan || scanFinds(queue, cluster)

@@ -142,3 +142,48 @@ func TestPlacerRetriesHeldUnplaceable(t *testing.T) {
 		t.Fatalf("big last tried at %d, before the node joined at %d", b.AttemptIndex, joined)
 	}
 }
+
+// TestPlacerNotStarvedByUnchangedUnplaceable: a cluster change that the
+// unplaceable bundles' explanations do not see (a pool created elsewhere)
+// has them tried again, and each fails exactly as recorded, so nothing is
+// committed and their attempt stays before the change. With more of them
+// than one plan holds, every pass tried the same first ones again and a
+// bundle queued behind them stayed pending for good (seen on a live
+// cluster: 51,000 unplaceable, every new bundle pending).
+func TestPlacerNotStarvedByUnchangedUnplaceable(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 4, fsm.NodeReady)
+	total := 2*maxBundlesPerPlan + 3
+	for i := range total {
+		e.bundle(fmt.Sprintf("b%04d", i), "p", fsm.PriorityBronze, 2000) // bronze: no preemption searches
+	}
+	p := &placer{l: e.l}
+	passes := func(n int) {
+		for range n {
+			p.pass(e.ctx)
+			e.clock.Advance(recordCoalesce)
+		}
+	}
+	passes(8)
+	if n := len(e.store.State().BundlesInState(fsm.StateUnplaceable)); n != total {
+		t.Fatalf("%d unplaceable, want %d", n, total)
+	}
+	before := map[string]uint64{}
+	for _, b := range e.store.State().BundlesInState(fsm.StateUnplaceable) {
+		before[b.ID()] = b.ModifyIndex
+	}
+	e.store.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "other", Kind: fsm.PoolCluster,
+		Scoring: fsm.ScoringBinpack, Tiers: []fsm.Tier{{Name: "t", Cloud: "dc"}}}})
+	passes(8)
+	// Tried again and remembered, not written again: nothing changed for them.
+	for _, b := range e.store.State().BundlesInState(fsm.StateUnplaceable) {
+		if b.ModifyIndex != before[b.ID()] {
+			t.Fatalf("%s was written again (modify %d, was %d) though its record did not change", b.ID(), b.ModifyIndex, before[b.ID()])
+		}
+	}
+	e.bundle("late", "p", fsm.PriorityBronze, 500) // fits n1; queued after every older bronze bundle
+	passes(8)
+	if b := e.get("late"); b.State != fsm.StatePlaced {
+		t.Fatalf("late is %s after 8 passes, want placed", b.State)
+	}
+}
