@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,9 +78,15 @@ func testMeta(i int) Meta {
 // startNode starts member i on 127.0.0.1 with a free port and records its events.
 func startNode(t *testing.T, i int, faults bool, logger *slog.Logger) *testNode {
 	t.Helper()
+	return startNodeAt(t, i, 0, faults, logger)
+}
+
+// startNodeAt starts member i on 127.0.0.1:port (0: a free one).
+func startNodeAt(t *testing.T, i, port int, faults bool, logger *slog.Logger) *testNode {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NodeName = fmt.Sprintf("n%d", i+1)
-	cfg.BindAddr, cfg.BindPort = "127.0.0.1", 0
+	cfg.BindAddr, cfg.BindPort = "127.0.0.1", port
 	cfg.Meta = testMeta(i)
 	cfg.ReconnectInterval = 300 * time.Millisecond
 	cfg.Logger = logger
@@ -266,6 +273,38 @@ func TestGracefulLeave(t *testing.T) {
 			t.Fatalf("%s reported a graceful leave as dead: %v", obs.name(), obs.events(leaver.name()))
 		}
 	}
+}
+
+// TestRejoinAfterGracefulRestart: a member that left gracefully and comes
+// back at its address without joining anyone (the first server of the
+// README's cluster has no --join) is reconnected by the others. Only dead
+// members were: after a rolling restart of every server a worker saw each
+// of them leave, never met them again, and its node read ready for good,
+// even after the worker died.
+func TestRejoinAfterGracefulRestart(t *testing.T) {
+	nodes := startCluster(t, 3, false)
+	leaver := nodes[0]
+	_, portStr, _ := strings.Cut(leaver.g.LocalAddr(), ":")
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leaver.g.Leave(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaver.g.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for _, obs := range nodes[1:] {
+		poll.Eventually(t, 10*time.Second, obs.name()+" sees the leaver left", func() error {
+			return poll.Check(obs.status(leaver.name()) == StatusLeft, "status %q", obs.status(leaver.name()))
+		})
+	}
+	back := startNodeAt(t, 0, port, false, slog.New(slog.DiscardHandler)) // joins no one
+	poll.Eventually(t, 15*time.Second, "the others reconnect to the member that came back", func() error {
+		return poll.Check(nodes[1].status(back.name()) == StatusAlive && back.status(nodes[2].name()) == StatusAlive,
+			"%s", views(back, nodes[1], nodes[2]))
+	})
 }
 
 func TestPartitionAndHeal(t *testing.T) {

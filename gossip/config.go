@@ -38,7 +38,7 @@ type Config struct {
 	RetransmitMult      int
 	DeadNodeReclaimTime time.Duration
 
-	// ReconnectInterval is how often one dead (not left) member is re-joined.
+	// ReconnectInterval is how often one dead or left member is re-joined.
 	// memberlist never probes dead nodes, so without this a healed partition
 	// stays split.
 	ReconnectInterval time.Duration

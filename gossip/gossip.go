@@ -271,8 +271,10 @@ func (g *Gossip) pump() {
 	}
 }
 
-// maintain reaps old dead/left members and re-joins one dead member per
-// interval, which is how a healed partition merges again.
+// maintain reaps old dead/left members and re-joins one of them per
+// interval, which is how a healed partition merges again, and how a member
+// that left gracefully and restarted without joining anyone (or whose
+// --join names only members that restarted too) is found again.
 func (g *Gossip) maintain() {
 	defer g.wg.Done()
 	tick := time.NewTicker(g.cfg.ReconnectInterval)
@@ -291,7 +293,7 @@ func (g *Gossip) maintain() {
 			continue
 		}
 		if n, err := g.ml.Join([]string{addr}); n > 0 {
-			g.logger.Info("gossip reconnected to dead member", "addr", addr)
+			g.logger.Info("gossip reconnected to a dead or left member", "addr", addr)
 		} else {
 			g.logger.Debug("gossip reconnect failed", "addr", addr, "err", err)
 		}

@@ -275,7 +275,7 @@ func (t *table) live() int {
 }
 
 // reap forgets dead and left members older than age and returns the address
-// of a random remaining dead member to reconnect to ("" if none).
+// of a random remaining dead or left member to reconnect to ("" if none).
 func (t *table) reap(age time.Duration) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -285,7 +285,7 @@ func (t *table) reap(age time.Duration) string {
 		case !gone(m.Status) || name == t.local:
 		case time.Since(m.Since) > age:
 			delete(t.members, name)
-		case m.Status == StatusDead:
+		default: // dead, or left: a member restarted gracefully comes back at its address
 			dead = append(dead, m.Address())
 		}
 	}
