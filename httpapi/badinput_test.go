@@ -112,6 +112,8 @@ func badRequestCases() []badCase {
 		{"malformed query on a CAS replace", "PUT", bundles + "/b1?cas=1%", casBypass, 400, api.CodeBadRequest, ""},
 		{"malformed query on a list", "GET", bundles + "?filter=bundle.id%zz", ``, 400, api.CodeBadRequest, ""},
 		{"malformed query on a delete", "DELETE", "/v1/nodes/n1?force=%", ``, 400, api.CodeBadRequest, ""},
+		{"query parameter given twice on a CAS replace", "PUT", bundles + "/b1?cas=1&cas=9", casBypass, 400, api.CodeBadRequest, ""},
+		{"query parameter given twice on a list", "GET", bundles + "?per_page=1&per_page=1000", ``, 400, api.CodeBadRequest, ""},
 	}
 }
 
