@@ -147,6 +147,17 @@ func routingMessage(err error, c echo.Context) string {
 	return ""
 }
 
+// bodyLimitOf is the body limit of c's route.
+func (s *Server) bodyLimitOf(c echo.Context) string {
+	switch {
+	case isTemplatePush(c):
+		return templateBodyLimit
+	case isSnapshotRestore(c):
+		return s.snapshotLimit
+	}
+	return s.bodyLimit
+}
+
 func findings(list []fsm.Finding) []api.Finding {
 	out := make([]api.Finding, len(list))
 	for i, f := range list {
@@ -169,6 +180,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	req := c.Request()
 	if msg := routingMessage(err, c); msg != "" {
 		body.Message = msg
+	}
+	if body.Code == api.CodeBodyTooLarge {
+		body.Message = fmt.Sprintf("request body is larger than the limit of %s %s (%s)", req.Method, quote(req.URL.Path), s.bodyLimitOf(c))
 	}
 	// Deliberate answers (httpError) and 4xx are routine; other 5xx are
 	// failures worth an operator's attention.

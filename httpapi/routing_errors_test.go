@@ -41,3 +41,21 @@ func TestRoutingErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyTooLargeNamesTheLimit: a 413 says which limit the body passed,
+// the default one or the template push's own.
+func TestBodyTooLargeNamesTheLimit(t *testing.T) {
+	e := badInputEnv(t)
+	for _, tc := range []struct{ method, path, want string }{
+		{"POST", bundles, "(1MiB)"},
+		{"PUT", "/v1/templates/web2", "(4MiB)"},
+	} {
+		resp, raw := e.do(tc.method, tc.path, []byte(strings.Repeat("a", 5<<20)))
+		if resp.StatusCode != 413 {
+			t.Fatalf("%s %s: status %d, want 413: %s", tc.method, tc.path, resp.StatusCode, raw)
+		}
+		if got := errorBody(t, raw); got.Code != api.CodeBodyTooLarge || !strings.Contains(got.Message, tc.want) {
+			t.Errorf("%s %s: %s %q, want the limit %s named", tc.method, tc.path, got.Code, got.Message, tc.want)
+		}
+	}
+}

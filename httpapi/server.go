@@ -103,8 +103,10 @@ type Server struct {
 	logStreams     logStreams
 	shared         *sharedAnswers
 	eventLines     *eventLines
-	maxScan        int // rows a list page examines at most (list.go)
-	maxPageBytes   int // a list page's body stops growing past it (list.go)
+	maxScan        int    // rows a list page examines at most (list.go)
+	maxPageBytes   int    // a list page's body stops growing past it (list.go)
+	bodyLimit      string // the request body limits, named in a 413
+	snapshotLimit  string
 	peers          atomic.Pointer[peerSample]
 
 	// stopping is closed when Serve's context ends, so blocking queries and
@@ -131,7 +133,7 @@ func New(cfg Config) *Server {
 		limits: newLimiter(cfg.MaxExpensive, cfg.MaxExpensivePerCaller, cfg.QueueWait),
 		admit:  newAdmission(max(cfg.WriteLatencyFactor, 0), defaultAdmitWindow, nil),
 		shared: newSharedAnswers(), eventLines: newEventLines(defaultEventLines), maxScan: defaultMaxScan,
-		maxPageBytes: defaultMaxPageBytes,
+		maxPageBytes: defaultMaxPageBytes, bodyLimit: cfg.BodyLimit, snapshotLimit: cfg.SnapshotBodyLimit,
 	}
 	s.limits.admit = s.admit
 	e := echo.New()
