@@ -204,18 +204,28 @@ const maxServiceCount = 10_000
 
 func newBundleReplaceCmd(a *app) *cobra.Command {
 	var (
-		spec api.BundleSpec
-		cas  uint64
+		spec  api.BundleSpec
+		cas   uint64
+		flags *pflag.FlagSet
 	)
+	read := a.fileInput("bundle", &spec, func() string { return spec.ID },
+		"has no id; replace needs the id of the bundle to replace")
 	return clientCmd[*api.CreateResponse]{
 		Use:   "replace FILE|-",
 		Short: "Replace a bundle's spec (the file must name the bundle's id)",
 		Args:  cobra.ExactArgs(1),
 		Flags: func(fl *pflag.FlagSet) {
+			flags = fl
 			fl.Uint64Var(&cas, "cas", 0, "replace only if the bundle's modify index is still N (409 otherwise)")
 		},
-		Prepare: a.fileInput("bundle", &spec, func() string { return spec.ID },
-			"has no id; replace needs the id of the bundle to replace"),
+		Prepare: func(args []string) (string, error) {
+			// 0 is also "no --cas": a script whose index came out empty
+			// would replace unconditionally (the API refuses ?cas=0).
+			if cas == 0 && flags.Changed("cas") {
+				return "", usagef("--cas 0: a modify index is at least 1 (leave --cas out to replace whatever the index)")
+			}
+			return read(args)
+		},
 		Kind: "bundle",
 		Call: func(ctx context.Context, c *api.Client, _ []string) (*api.CreateResponse, error) {
 			return c.ReplaceBundle(ctx, spec, cas)

@@ -66,6 +66,7 @@ func exitCases(t *testing.T) []exitCase {
 		{"extra arg", []string{"node", "list", "x"}, exitUsage, []string{`unknown command "x" for "amserver node list"`}, true},
 		{"unknown flag", []string{"bundle", "list", "--pol", "x"}, exitUsage, []string{"unknown flag: --pol"}, true},
 		{"bad flag value", []string{"bundle", "replace", good, "--cas", "-1"}, exitUsage, []string{`invalid argument "-1"`}, true},
+		{"cas zero", []string{"bundle", "replace", good, "--cas", "0"}, exitUsage, []string{"--cas 0: a modify index is at least 1"}, true},
 		{"unknown command", []string{"bundel", "list"}, exitUsage, []string{`unknown command "bundel" for "amserver"; did you mean "bundle"?`}, true},
 		{"unknown subcommand", []string{"node", "cordn", "w-1"}, exitUsage, []string{`unknown command "cordn" for "amserver node"; did you mean "cordon"?`}, true},
 		{"missing file", []string{"bundle", "submit", dir + "/nope.yaml"}, exitUsage, []string{`cannot read bundle file "` + dir + `/nope.yaml": no such file or directory`}, true},
