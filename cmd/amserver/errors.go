@@ -186,7 +186,7 @@ func describeAPI(kind, id string, e *api.Error) string {
 		if n := len(e.Errors); n > 0 {
 			return fmt.Sprintf("%s failed validation with %d %s", subject, n, plural(n, "error", "errors"))
 		}
-		return fmt.Sprintf("%s is invalid: %s", subject, msg)
+		return fmt.Sprintf("%s is invalid: %s", subject, strings.TrimPrefix(msg, "invalid: "))
 	case api.CodeNoLeader:
 		return "the cluster has no leader right now; retry shortly"
 	case api.CodeOutcomeUnknown:
@@ -201,6 +201,9 @@ func describeAPI(kind, id string, e *api.Error) string {
 		return "this server does not implement that yet (" + msg + ")"
 	case api.CodeBadRequest:
 		return fmt.Sprintf("the server rejected the request for %s: %s", subject, msg)
+	}
+	if e.Status >= 400 && e.Status < 500 { // a code of its own (a refused archive): the request's fault
+		return fmt.Sprintf("the server rejected the request for %s (%s): %s", subject, e.Code, msg)
 	}
 	return fmt.Sprintf("server error (%d %s): %s", e.Status, e.Code, msg)
 }

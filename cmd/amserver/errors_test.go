@@ -25,6 +25,8 @@ func exitCodeFake(t *testing.T) *fakeAPI {
 	f.fail("GET /v1/pools", http.StatusServiceUnavailable, api.CodeNoLeader, "no leader")
 	f.fail("POST /v1/nodes/w-9/cordon", http.StatusNotFound, api.CodeNotFound, "node w-9: not found")
 	f.fail("PUT /v1/services/ptp", http.StatusBadRequest, api.CodeBadRequest, `unknown field "bogus"`)
+	f.fail("PUT /v1/templates/web", http.StatusBadRequest, "invalidArchive", "not a tar archive: unexpected EOF")
+	f.fail("POST /v1/acl/tokens", http.StatusUnprocessableEntity, api.CodeValidationFailed, `invalid: token kind "bogus": want management, write, read or worker`)
 	f.reply("POST /v1/bundles/validate", http.StatusOK, api.ValidateResponse{Valid: false,
 		Errors:   []api.Finding{{Code: api.FindingSelfReferenceInPlacement, Message: "encoder names itself", Job: "encoder"}},
 		Warnings: []api.Finding{{Code: api.FindingUnsatisfiableGpu, Message: "no node has an A100", Job: "encoder"}}})
@@ -49,6 +51,7 @@ func exitCases(t *testing.T) []exitCase {
 	broken := writeFile(t, dir, "broken.json", `{"id": "enc-1", "pool": `)
 	svc := writeFile(t, dir, "s.json", `{"id": "ptp", "pools": ["live"], "launch": {}}`)
 	noID := writeFile(t, dir, "noid.yaml", "pool: live\njobs: [{name: a}]\n")
+	junk := writeFile(t, dir, "junk.tar", "not a tar")
 	return []exitCase{
 		{"not found", []string{"bundle", "status", "enc-1"}, exitNotFound, []string{`error: bundle "enc-1" not found`}, false},
 		{"node not found", []string{"node", "cordon", "w-9"}, exitNotFound, []string{`error: node "w-9" not found`}, false},
@@ -62,6 +65,11 @@ func exitCases(t *testing.T) []exitCase {
 		{"server error", []string{"node", "list"}, exitFailure, []string{"error: server error (500 internal): boom"}, false},
 		{"no leader", []string{"pool", "list"}, exitFailure, []string{"error: the cluster has no leader right now"}, false},
 		{"bad request", []string{"service", "apply", svc}, exitUsage, []string{`error: the server rejected the request for service "ptp": unknown field "bogus"`}, false},
+		// A 4xx of its own code is the client's mistake, not a "server error".
+		{"refused archive", []string{"template", "push", junk, "--name", "web"}, exitUsage,
+			[]string{`error: the server rejected the request for template "web" (invalidArchive): not a tar archive`}, false},
+		{"invalid without findings", []string{"acl", "token", "create", "--kind", "bogus"}, exitInvalid,
+			[]string{`error: acl token is invalid: token kind "bogus"`}, false},
 		{"missing arg", []string{"bundle", "status"}, exitUsage, []string{"accepts 1 arg(s), received 0", "amserver bundle status --help"}, true},
 		{"extra arg", []string{"node", "list", "x"}, exitUsage, []string{`unknown command "x" for "amserver node list"`}, true},
 		{"unknown flag", []string{"bundle", "list", "--pol", "x"}, exitUsage, []string{"unknown flag: --pol"}, true},
