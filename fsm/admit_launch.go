@@ -75,15 +75,37 @@ func parameterNames(params map[string]string) (code, msg string) {
 }
 
 // admitJobLaunches adds a finding, under the job's name, for each job
-// whose launch admitLaunch refuses.
-func admitJobLaunches(f *Findings, spec *BundleSpec) {
+// whose launch admitLaunch refuses, and, with a state to find templates
+// in, for each compose template parameter no .env can hold.
+func admitJobLaunches(f *Findings, spec *BundleSpec, st *State) {
 	c := collector{out: *f}
 	for i := range spec.Jobs {
-		if code, msg := admitLaunch(spec.Jobs[i].Launch); code != "" {
-			c.errorf(spec.Jobs[i].Name, code, "%s", msg)
+		j := &spec.Jobs[i]
+		if code, msg := admitLaunch(j.Launch); code != "" {
+			c.errorf(j.Name, code, "%s", msg)
+		}
+		if st != nil && st.txn != nil {
+			composeParameters(&c, j, st.TemplateRuntime)
 		}
 	}
 	*f = c.out
+}
+
+// composeParameters refuses a compose template's parameter whose value the
+// worker cannot write to the project's .env (api.DotenvValue): it would
+// refuse to deploy the stack, and the bundle would hold its reservation
+// for a job that never runs. Other runtimes take any value.
+func composeParameters(c *collector, j *Job, lookup templateRuntimes) {
+	l := &j.Launch
+	if l.Kind != api.LaunchProductTemplate || lookup(l.Ref) != api.RuntimeCompose {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(l.Parameters)) {
+		if _, err := api.DotenvValue(l.Parameters[k]); err != nil {
+			c.errorf(j.Name, CodeInvalidRequirement, "parameter %s: %v (template %s runs with compose, which reads parameters from a .env)",
+				k, err, l.Ref)
+		}
+	}
 }
 
 // AdmitService is ValidateService with the admission-only launch checks;

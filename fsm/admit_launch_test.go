@@ -19,3 +19,21 @@ func TestAdmissionRulesLeaveReplayAlone(t *testing.T) {
 		t.Fatal("the committed create is missing after apply")
 	}
 }
+
+// TestComposeParameterAdmissionLeavesReplayAlone: a compose template's
+// parameter that no .env can hold is refused by the API's validation, but a
+// create an older server committed with one still applies.
+func TestComposeParameterAdmissionLeavesReplayAlone(t *testing.T) {
+	h := newHarness(t)
+	h.readyNode(testNode("n1", "p", "az1", "c1", 8000, 8))
+	h.push("web", composeTar(t, 1))
+	spec := templateBundle("old", "web")
+	spec.Jobs[0].Launch.Parameters = map[string]string{"CHANNEL": "${HOME}"}
+	if f := Validate(&spec, h.fsm.State(), nil); f.Valid() {
+		t.Fatal("the API's validation admitted a compose parameter holding \"${\"")
+	}
+	h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
+	if h.fsm.State().Bundle("old") == nil {
+		t.Fatal("the committed create is missing after apply")
+	}
+}

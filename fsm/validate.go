@@ -98,7 +98,7 @@ func (c *collector) warnf(job, code, format string, args ...any) {
 func Validate(spec *BundleSpec, st *State, exprs ExprChecker) Findings {
 	f := validate(spec, st, exprs, true)
 	if spec != nil && len(spec.Jobs) <= maxJobs {
-		admitJobLaunches(&f, spec)
+		admitJobLaunches(&f, spec, st)
 	}
 	return f
 }

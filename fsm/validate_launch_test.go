@@ -92,6 +92,18 @@ var launchCases = []struct {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
 		s.Jobs[0].Launch.Parameters["PORT"] = "1\n2"
 	}, valIR, nil},
+	{"compose parameter values no .env can hold", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+		s.Jobs[0].Launch.Parameters = map[string]string{"A": "${HOME}", "B": "it's $5", "C": `C:\dir\`, "OK": "a b $c"}
+	}, []string{CodeInvalidRequirement, CodeInvalidRequirement, CodeInvalidRequirement}, nil},
+	{"compose parameter values a .env holds", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web@"+valDigest(1))}
+		s.Jobs[0].Launch.Parameters = map[string]string{"A": "$HOME", "B": `say "hi"`, "C": "it's", "D": `a\b`}
+	}, nil, nil},
+	{"wasm parameters take any value", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "mod")}
+		s.Jobs[0].Launch.Parameters = map[string]string{"A": "${HOME}", "B": "it's $5"}
+	}, nil, []string{CodeUnsatisfiableRuntime}},
 	{"stop before start", func(s *BundleSpec) {
 		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
 		s.Jobs[0].Launch.StopDateTime = s.Jobs[0].Launch.StartDateTime

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/amserver/amserver/api"
 )
@@ -89,41 +88,13 @@ func templateEnv(a api.Assignment) (params, ident []envVar, warnings []string, e
 	return params, append(identityEnv(a), tags...), warnings, nil
 }
 
-// safeUnquoted are values written to a .env as they are.
-var safeUnquoted = regexp.MustCompile(`^[A-Za-z0-9_./:@,+%=-]+$`)
-
-// dotenvLine writes one variable for a compose .env so that docker-compose
-// v1 (python-dotenv) and v2 (compose-go) read back the same value. Their
-// common ground is narrow: both keep a single-quoted value literally
-// (newlines and "$" included) except that v1 still expands "${...}" and
-// both treat a backslash before a quote as an escape; both decode \" and
-// \n in double quotes but differ on "$" there. So: plain values unquoted,
-// others single-quoted, values with a quote and no "$" or backslash
-// double-quoted; what is left ("${", a quote with "$" or "\", a
-// backslash before a backslash or at the end, NUL, CR, invalid UTF-8)
-// cannot be written faithfully and is refused.
+// dotenvLine writes one variable for a compose .env (api.DotenvValue).
 func dotenvLine(v envVar) (string, error) {
-	val := v.Value
-	switch {
-	case !utf8.ValidString(val) || strings.ContainsAny(val, "\x00\r"):
-		return "", fmt.Errorf("%s: the value holds NUL, CR or invalid UTF-8", v.Name)
-	case strings.Contains(val, "${"):
-		return "", fmt.Errorf("%s: the value holds \"${\", which docker-compose v1 expands in a .env whatever the quoting", v.Name)
-	case safeUnquoted.MatchString(val):
-		return v.Name + "=" + val, nil
-	case !strings.Contains(val, "'") && !badBackslash(val):
-		return v.Name + "='" + val + "'", nil
-	case !strings.ContainsAny(val, `$\`):
-		q := strings.NewReplacer(`"`, `\"`, "\n", `\n`).Replace(val)
-		return v.Name + `="` + q + `"`, nil
+	val, err := api.DotenvValue(v.Value)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", v.Name, err)
 	}
-	return "", fmt.Errorf("%s: a value with a quote and \"$\" or a backslash cannot be written to a .env both compose versions read alike", v.Name)
-}
-
-// badBackslash is true when a backslash would escape something inside
-// single quotes: another backslash, or the closing quote.
-func badBackslash(v string) bool {
-	return strings.Contains(v, `\\`) || strings.HasSuffix(v, `\`)
+	return v.Name + "=" + val, nil
 }
 
 // dotenv renders a compose project's .env: the parameters, each of which
