@@ -71,7 +71,7 @@ var tableCases = []tableCase{
 		{"OWNER", "a-1", "bundle enc-1"}, {"OWNER", "a-2", "service ptp"}, {"CORES", "a-1", "0-3"}, {"EPOCH", "a-1", "3"},
 		{"MEMORY", "a-1", "2048 MiB (limit 4096)"}, {"MEMORY", "a-2", "-"},
 	}, []string{"Memory      6144/65536 MiB reserved", "Labels      az=az1,cloud=aws,rack=r7", "Taints      gpu-only", "Capacity    2.5/16 cap reserved (total 16, utilization cap 1)",
-		"Cores       4/32 reserved, pinned 0-3", "Scheduling  cordoned"}},
+		"Cores       4/32 reserved, pinned 0-3", "Scheduling  cordoned", "Runtimes    none listed: runs exec jobs"}},
 	{"pool list", []string{"pool", "list"}, []cellWant{
 		{"KIND", "live", "cluster"}, {"SCORING", "live", "spread"}, {"TIERS", "live", "onprem(dc),burst(aws)"},
 		{"CAPACITY", "live", "2.5/100 cap"}, {"CORES", "live", "4/unlimited cores"}, {"DEFAULTS", "live", "capacity=1 cores=2"},
@@ -367,6 +367,31 @@ func TestBundleStatusSaysRolling(t *testing.T) {
 		}
 		if got := strings.Contains(out.String(), "Rollout     in progress"); got != rolling {
 			t.Fatalf("rolling %v, the status says a rollout: %v\n%s", rolling, got, out.String())
+		}
+	}
+}
+
+// TestNodeStatusRuntimes: node status shows what the node runs, which the
+// runtime stage of an explanation is about.
+func TestNodeStatusRuntimes(t *testing.T) {
+	cases := []struct {
+		runtimes []string
+		kind     string
+		want     string
+	}{
+		{nil, "", "Runtimes    none listed: runs exec jobs"},
+		{[]string{"compose", "docker", "exec"}, "", "Runtimes    compose, docker, exec"},
+		{[]string{"exec"}, api.NodeKindProxmox, "Runtimes    exec (kind proxmox)"},
+	}
+	for _, tc := range cases {
+		n := sampleNode()
+		n.Runtimes, n.Kind = tc.runtimes, tc.kind
+		var b strings.Builder
+		if err := printNode(&b, &n, fixtureNow); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), tc.want+"\n") {
+			t.Errorf("runtimes %v kind %q: want line %q in\n%s", tc.runtimes, tc.kind, tc.want, b.String())
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -98,7 +99,7 @@ func newNodeStatusCmd(a *app) *cobra.Command {
 	return clientCmd[nodeStatus]{
 		Use:      "status ID",
 		Complete: a.completeNodes(),
-		Short:    "Show a node: inventory, allocatable vs reserved, labels, taints, assignments",
+		Short:    "Show a node: inventory, runtimes, allocatable vs reserved, labels, taints, assignments",
 		Args:     cobra.ExactArgs(1),
 		Flags: func(fl *pflag.FlagSet) {
 			fl.StringVar(&require, "require", "",
@@ -140,6 +141,7 @@ func printNode(w io.Writer, n *api.Node, now time.Time) error {
 	t.row("Last seen", ago(n.LastSeen, now))
 	t.row("Labels", kv(n.Labels))
 	t.row("Taints", list(n.Taints))
+	t.row("Runtimes", nodeRuntimes(n))
 	t.row("Capacity", fmt.Sprintf("%s reserved (total %s, utilization cap %s)",
 		frac(n.Reserved.Capacity, n.Allocatable, "cap"), qty(n.TotalCapacity), qty(utilizationCap(n.UtilizationCap))))
 	t.row("Cores", fmt.Sprintf("%d/%d reserved, pinned %s", n.Reserved.Cores, n.TotalCores, coreSet(n.Reserved.CoreSet)))
@@ -155,6 +157,19 @@ func printNode(w io.Writer, n *api.Node, now time.Time) error {
 	printNodeGPUs(w, n)
 	printNodeCapabilities(w, n)
 	return nil
+}
+
+// nodeRuntimes says what placement lets the node run (DESIGN §2 Node):
+// an explain's runtime stage names them, so the operator must see them.
+func nodeRuntimes(n *api.Node) string {
+	out := "none listed: runs exec jobs"
+	if len(n.Runtimes) > 0 {
+		out = strings.Join(n.Runtimes, ", ")
+	}
+	if n.Kind != "" {
+		out += " (kind " + n.Kind + ")"
+	}
+	return out
 }
 
 func utilizationCap(c float64) float64 {
