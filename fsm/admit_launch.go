@@ -84,11 +84,32 @@ func admitJobLaunches(f *Findings, spec *BundleSpec, st *State) {
 		if code, msg := admitLaunch(j.Launch); code != "" {
 			c.errorf(j.Name, code, "%s", msg)
 		}
+		var lookup templateRuntimes
 		if st != nil && st.txn != nil {
-			composeParameters(&c, j, st.TemplateRuntime)
+			lookup = st.TemplateRuntime
+			composeParameters(&c, j, lookup)
 		}
+		runtimeCoversLaunch(&c, j, lookup)
 	}
 	*f = c.out
+}
+
+// runtimeCoversLaunch refuses a runtime.oneOf that leaves out the runtime
+// the job's launch runs with (a template's, a legacy driver's): placement
+// goes by oneOf, but the worker runs the launch with its own runtime, so
+// the job could land on a node that cannot run it (a compose stack on an
+// exec-only node). A launch that needs nothing (driver none) takes any.
+func runtimeCoversLaunch(c *collector, j *Job, lookup templateRuntimes) {
+	if j.Runtime == nil || len(j.Runtime.OneOf) == 0 {
+		return
+	}
+	runs := LaunchRuntime(&j.Launch, lookup)
+	need, ok := ParseRuntime(runs)
+	if !ok || JobRuntimeNeed(j, lookup)&need != 0 {
+		return
+	}
+	c.errorf(j.Name, CodeUnknownRuntime, "runtime.oneOf %v leaves out %s, the runtime its launch runs with: the worker would run it with %s on a node that may not offer it (list %s, or leave runtime out)",
+		j.Runtime.OneOf, runs, runs, runs)
 }
 
 // composeParameters refuses a compose template's parameter whose value the

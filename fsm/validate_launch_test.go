@@ -147,6 +147,24 @@ var launchCases = []struct {
 		s.Pool, s.Jobs = "rt", valJobs("a")
 		s.Jobs[0].Runtime = &RuntimeRequirement{OneOf: []string{"WASMTIME", "container"}}
 	}, nil, nil},
+	{"oneOf leaving out a template's runtime", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+		s.Jobs[0].Runtime = &RuntimeRequirement{OneOf: []string{"exec"}}
+	}, []string{CodeUnknownRuntime}, nil},
+	{"oneOf naming a template's runtime among others", func(s *BundleSpec) {
+		s.Pool, s.StartAt, s.StopAt, s.Jobs = "rt", 0, 0, []Job{valTemplateJob("a", "web")}
+		s.Jobs[0].Runtime = &RuntimeRequirement{OneOf: []string{"exec", "Compose"}}
+	}, nil, nil},
+	{"oneOf leaving out a legacy driver", func(s *BundleSpec) {
+		s.Pool, s.Jobs = "rt", valJobs("a")
+		s.Jobs[0].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverDocker, Image: "enc:1"}}
+		s.Jobs[0].Runtime = &RuntimeRequirement{OneOf: []string{"exec"}}
+	}, []string{CodeUnknownRuntime}, nil},
+	{"oneOf naming a legacy driver by its alias", func(s *BundleSpec) {
+		s.Pool, s.Jobs = "rt", valJobs("a")
+		s.Jobs[0].Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverDocker, Image: "enc:1"}}
+		s.Jobs[0].Runtime = &RuntimeRequirement{OneOf: []string{"container"}}
+	}, nil, nil},
 	{"unknown runtime", func(s *BundleSpec) { s.Jobs[3].Runtime = &RuntimeRequirement{OneOf: []string{"jvm"}} },
 		[]string{CodeUnknownRuntime}, nil},
 	{"empty oneOf", func(s *BundleSpec) { s.Jobs[3].Runtime = &RuntimeRequirement{} }, []string{CodeUnknownRuntime}, nil},
