@@ -135,16 +135,37 @@ func isComposeFile(name string) bool {
 	return false
 }
 
-// checkCompose requires a YAML mapping with a services mapping in it.
+// checkCompose requires a YAML mapping with a services mapping in it. It
+// decodes into any first: a list or a scalar is YAML, and must be told
+// apart from text that does not parse.
 func checkCompose(raw []byte) error {
-	var doc map[string]any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
+	var top any
+	if err := yaml.Unmarshal(raw, &top); err != nil {
 		return refuse(CodeInvalidCompose, "the compose file is not YAML: %v", err)
 	}
-	if svc, ok := doc["services"].(map[string]any); !ok || len(svc) == 0 {
+	doc, ok := top.(map[string]any)
+	if !ok && top != nil {
+		return refuse(CodeInvalidCompose, "the compose file holds a YAML %s, not a mapping with services: at its top", yamlKind(top))
+	}
+	svc, isMap := doc["services"].(map[string]any)
+	switch {
+	case doc["services"] != nil && !isMap:
+		return refuse(CodeInvalidCompose, "the compose file's services is a YAML %s, not a mapping of service names", yamlKind(doc["services"]))
+	case len(svc) == 0:
 		return refuse(CodeInvalidCompose, "the compose file names no services")
 	}
 	return nil
+}
+
+// yamlKind names what a decoded YAML value is, for messages.
+func yamlKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "list"
+	case map[string]any:
+		return "mapping"
+	}
+	return "scalar"
 }
 
 // walk reads every entry of the archive (gzip or not), refusing what is

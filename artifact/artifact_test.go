@@ -155,3 +155,23 @@ func TestExtract(t *testing.T) {
 		t.Fatalf("unsafe archive: %v", err)
 	}
 }
+
+// TestComposeFileMessages: a compose file that parses but has the wrong
+// shape is told apart from one that does not parse.
+func TestComposeFileMessages(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{"services: [\n", "is not YAML"},
+		{"- a\n- b\n", "holds a YAML list, not a mapping"},
+		{"just text\n", "holds a YAML scalar, not a mapping"},
+		{"services: [a, b]\n", "services is a YAML list, not a mapping of service names"},
+		{"services:\n", "names no services"},
+		{"", "names no services"},
+	}
+	for _, tc := range cases {
+		_, err := Inspect(tarOf(t, false, entry{name: "compose.yaml", body: tc.body}))
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Code != CodeInvalidCompose || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("compose %q: %v, want %s saying %q", tc.body, err, CodeInvalidCompose, tc.want)
+		}
+	}
+}
