@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -153,6 +155,23 @@ func checkCompose(raw []byte) error {
 		return refuse(CodeInvalidCompose, "the compose file's services is a YAML %s, not a mapping of service names", yamlKind(doc["services"]))
 	case len(svc) == 0:
 		return refuse(CodeInvalidCompose, "the compose file names no services")
+	}
+	return checkServices(svc)
+}
+
+// checkServices requires every service to be a mapping that names an image
+// (or extends one that may): workers neither build nor pull, and compose
+// names a build-only service's image after the project, which the worker
+// chooses, so no one could build it beforehand and it would never deploy.
+func checkServices(svc map[string]any) error {
+	for _, name := range slices.Sorted(maps.Keys(svc)) {
+		s, ok := svc[name].(map[string]any)
+		switch {
+		case !ok:
+			return refuse(CodeInvalidCompose, "service %s is a YAML %s, not a mapping", name, yamlKind(svc[name]))
+		case s["image"] == nil && s["extends"] == nil:
+			return refuse(CodeInvalidCompose, "service %s names no image: amserver neither builds nor pulls, so every service runs an image built on each node beforehand", name)
+		}
 	}
 	return nil
 }

@@ -84,6 +84,8 @@ func TestInspect(t *testing.T) {
 		{"neither runtime", tarOf(t, false, entry{name: "README", body: "x"}), "", CodeNoRuntime},
 		{"wasm not at the root", tarOf(t, false, entry{name: "sub/main.wasm", body: "x"}), "", CodeNoRuntime},
 		{"compose not YAML", tarOf(t, false, entry{name: "compose.yaml", body: "services: [\n"}), "", CodeInvalidCompose},
+		{"compose with an anchored image", tarOf(t, false, entry{name: "compose.yaml", body: "x-base: &base\n  image: x\nservices:\n  a:\n    <<: *base\n"}), RuntimeCompose, ""},
+		{"compose service extending another", tarOf(t, false, entry{name: "compose.yaml", body: "services:\n  a:\n    extends: {file: base.yaml, service: web}\n"}), RuntimeCompose, ""},
 		{"compose without services", tarOf(t, false, entry{name: "compose.yaml", body: "version: '3'\n"}), "", CodeInvalidCompose},
 		{"not a tar", []byte("plain text, not an archive at all......................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................."), "", CodeInvalidArchive},
 		{"empty tar", tarOf(t, false), "", CodeInvalidArchive},
@@ -166,6 +168,8 @@ func TestComposeFileMessages(t *testing.T) {
 		{"services: [a, b]\n", "services is a YAML list, not a mapping of service names"},
 		{"services:\n", "names no services"},
 		{"", "names no services"},
+		{"services:\n  a:\n    build: .\n", "service a names no image"},
+		{"services:\n  a:\n    image: x\n  b:\n", "service b is a YAML scalar, not a mapping"},
 	}
 	for _, tc := range cases {
 		_, err := Inspect(tarOf(t, false, entry{name: "compose.yaml", body: tc.body}))
