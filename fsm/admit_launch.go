@@ -108,7 +108,7 @@ func runtimeCoversLaunch(c *collector, j *Job, lookup templateRuntimes) {
 	if !ok || JobRuntimeNeed(j, lookup)&need != 0 {
 		return
 	}
-	c.errorf(j.Name, CodeUnknownRuntime, "runtime.oneOf %v leaves out %s, the runtime its launch runs with: the worker would run it with %s on a node that may not offer it (list %s, or leave runtime out)",
+	c.errorf(j.Name, CodeUnknownRuntime, "runtime.oneOf [%s] leaves out %s, the runtime its launch runs with: the worker would run it with %s on a node that may not offer it (list %s, or leave runtime out)",
 		j.Runtime.OneOf, runs, runs, runs)
 }
 
