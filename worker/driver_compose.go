@@ -52,7 +52,11 @@ func (b *composeBackend) deploy(ctx context.Context, a api.Assignment, spec, nam
 	if err != nil {
 		return permanent(err)
 	}
-	if err := b.writeProjectFiles(a, spec, stack, services); err != nil {
+	base, _, err := artifact.RootFile(archive, ".env")
+	if err != nil {
+		return permanent(err)
+	}
+	if err := b.writeProjectFiles(a, spec, stack, services, base); err != nil {
 		return err
 	}
 	if b.compose.major == 1 {
@@ -71,8 +75,10 @@ func (b *composeBackend) deploy(ctx context.Context, a api.Assignment, spec, nam
 	return nil
 }
 
-// writeProjectFiles writes the project's .env and the override file.
-func (b *composeBackend) writeProjectFiles(a api.Assignment, spec, stack string, services []string) error {
+// writeProjectFiles writes the project's .env and the override file. The
+// .env starts with the template's own (base, its defaults), so that the
+// launch's parameters and the identity written after it override them.
+func (b *composeBackend) writeProjectFiles(a api.Assignment, spec, stack string, services []string, base []byte) error {
 	params, ident, warnings, err := templateEnv(a)
 	if err != nil {
 		return permanent(err)
@@ -80,6 +86,10 @@ func (b *composeBackend) writeProjectFiles(a api.Assignment, spec, stack string,
 	env, more, err := dotenv(params, ident)
 	if err != nil {
 		return permanent(err)
+	}
+	env, dropped := onTemplateEnv(base, env)
+	for _, name := range dropped {
+		more = append(more, "the template's .env sets "+name+", a reserved name: dropped")
 	}
 	for _, w := range append(warnings, more...) {
 		b.logger.Warn("launch variable not passed", "assignment", a.ID, "warning", w)

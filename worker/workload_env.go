@@ -119,3 +119,31 @@ func dotenv(params, ident []envVar) (body []byte, warnings []string, err error) 
 	}
 	return []byte(b.String()), warnings, errors.Join(errs...)
 }
+
+// onTemplateEnv puts the lines of a template's own .env (base) before
+// amserver's (ours): docker-compose v1 and v2 both let a later line of a
+// .env override an earlier one, so the template's values are defaults
+// that the launch's parameters override, and a template cannot set the
+// identity amserver gives the stack. A line that sets a reserved name
+// (COMPOSE_*, DOCKER_*, PATH...: what compose itself reads, refused as
+// parameters for that reason) is dropped, and named in dropped.
+func onTemplateEnv(base, ours []byte) (out []byte, dropped []string) {
+	if len(base) == 0 {
+		return ours, nil
+	}
+	out = []byte("# The template's .env, overridden by what follows it.\n")
+	for _, line := range strings.SplitAfter(string(base), "\n") {
+		if m := envAssignment.FindStringSubmatch(line); m != nil && api.ReservedParameter(m[1]) {
+			dropped = append(dropped, m[1])
+			line = "# dropped by amserver (a reserved name): " + m[1] + "\n"
+		}
+		out = append(out, line...)
+	}
+	if out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return append(out, ours...), dropped
+}
+
+// envAssignment matches a .env line that sets a variable, capturing its name.
+var envAssignment = regexp.MustCompile(`^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=`)

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -189,5 +192,47 @@ func TestDetectRuntimes(t *testing.T) {
 	}
 	if dockerAnswers(context.Background()) != slices.Contains(got, api.RuntimeDocker) {
 		t.Fatalf("docker detected wrongly: %v", got)
+	}
+}
+
+// TestComposeEnvKeepsTheTemplatesDefaults: a template's own .env stays in
+// the project's .env, before amserver's lines, so that what it sets is a
+// default the launch's parameters override (compose lets a later line of a
+// .env win) and the identity cannot be overridden by the template.
+func TestComposeEnvKeepsTheTemplatesDefaults(t *testing.T) {
+	archive := tarball(t, map[string][]byte{
+		"compose.yaml": []byte("services:\n  app:\n    image: x\n"),
+		".env":         []byte("CHANNEL=from-template\nexport DOCKER_HOST=tcp://elsewhere:2375\nBITRATE=1234\nAMSERVER_ROLE=evil"), // no final newline
+	})
+	dir := t.TempDir()
+	digest := artifact.Digest(archive)
+	if _, err := materialize(archive, digest, dir, api.RuntimeCompose); err != nil {
+		t.Fatal(err)
+	}
+	base, ok, err := artifact.RootFile(archive, ".env")
+	if err != nil || !ok {
+		t.Fatalf("the template's .env: %v %v", ok, err)
+	}
+	b := &composeBackend{compose: composeCLI{major: 1}, logger: slog.New(slog.DiscardHandler)}
+	a := assignment("n1", "b1", "app", composeLaunch("web@"+digest, map[string]string{"BITRATE": "9"}), api.RuntimeCompose)
+	stack := filepath.Join(dir, stackDir)
+	if err := b.writeProjectFiles(a, "spec", stack, []string{"app"}, base); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(stack, ".env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]string{} // what compose reads: the last line of a name wins
+	for _, line := range strings.Split(string(body), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			last[k] = v
+		}
+	}
+	want := map[string]string{"CHANNEL": "from-template", "BITRATE": "9", "AMSERVER_ROLE": "primary", "export DOCKER_HOST": ""}
+	for k, v := range want {
+		if last[k] != v {
+			t.Errorf("%s reads %q, want %q, in:\n%s", k, last[k], v, body)
+		}
 	}
 }
