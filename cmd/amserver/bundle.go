@@ -107,7 +107,7 @@ func newBundleListCmd(a *app) *cobra.Command {
 			return c.ListBundles(ctx, f, o, q)
 		},
 		Paged: true, Variable: "bundle",
-		Columns:     []string{"ID", "POOL", "PRIORITY", "KIND", "STATE", "JOBS", "REPLICAS", "EPOCH", "DEGRADATIONS"},
+		Columns:     []string{"ID", "POOL", "PRIORITY", "KIND", "STATE", "JOBS", "REPLICAS", "FAILED", "EPOCH", "DEGRADATIONS"},
 		Row:         bundleRow,
 		WideColumns: []string{"PRIMARY", "BACKUP", "EXPLAINED", "MODIFIED"},
 		WideRow:     bundleWideRow,

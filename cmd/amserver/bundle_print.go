@@ -13,16 +13,19 @@ import (
 	"github.com/amserver/amserver/api"
 )
 
-// bundleRow is a bundle's line in `bundle list`.
+// bundleRow is a bundle's line in `bundle list`. FAILED counts the placed
+// jobs whose worker reports them failed (a stack that would not deploy or
+// crashed): a bundle's state goes by placement alone and stays placed.
 func bundleRow(b api.BundleSummary, _ time.Time) []string {
-	placed := 0
+	placed, failed := 0, 0
 	for _, r := range b.Replicas {
 		if r.Statuses[api.JobUnplaced] == 0 && len(r.Statuses) > 0 {
 			placed++
 		}
+		failed += r.Statuses[api.JobFailed]
 	}
 	return []string{b.ID, b.Pool, effectivePriority(b.Priority, b.EffectivePriority), orDefault(b.Kind, api.KindResilient), b.State, strconv.Itoa(b.Jobs),
-		fmt.Sprintf("%d/%d", placed, b.WantReplicas), strconv.FormatUint(b.Epoch, 10), list(b.Degradations)}
+		fmt.Sprintf("%d/%d", placed, b.WantReplicas), strconv.Itoa(failed), strconv.FormatUint(b.Epoch, 10), list(b.Degradations)}
 }
 
 // bundleWideRow adds where the replicas run, whether an explanation waits

@@ -45,7 +45,7 @@ type cellWant struct{ col, row, value string }
 var tableCases = []tableCase{
 	{"bundle list", []string{"bundle", "list"}, []cellWant{
 		{"POOL", "enc-1", "live"}, {"PRIORITY", "enc-1", "gold"}, {"STATE", "enc-1", "degraded"},
-		{"JOBS", "enc-1", "2"}, {"REPLICAS", "enc-1", "2/2"}, {"EPOCH", "enc-1", "3"}, {"DEGRADATIONS", "enc-1", "backupSameAz"},
+		{"JOBS", "enc-1", "2"}, {"REPLICAS", "enc-1", "2/2"}, {"EPOCH", "enc-1", "3"}, {"DEGRADATIONS", "enc-1", "backupSameAz"}, {"FAILED", "enc-1", "0"},
 	}, nil},
 	{"bundle status", []string{"bundle", "status", "enc-1"}, []cellWant{
 		{"CAPACITY", "encoder", "2.5"}, {"GPU", "encoder", "0.5 A100"}, {"CAPABILITIES", "encoder", "st2110-nic:1"},
@@ -392,6 +392,30 @@ func TestNodeStatusRuntimes(t *testing.T) {
 		}
 		if !strings.Contains(b.String(), tc.want+"\n") {
 			t.Errorf("runtimes %v kind %q: want line %q in\n%s", tc.runtimes, tc.kind, tc.want, b.String())
+		}
+	}
+}
+
+// TestBundleListCountsFailedJobs: a bundle whose stacks failed still reads
+// placed (its state goes by placement); the list's FAILED column shows them.
+func TestBundleListCountsFailedJobs(t *testing.T) {
+	cases := []struct {
+		statuses []map[string]int
+		want     string
+	}{
+		{[]map[string]int{{api.JobRunning: 2}, {api.JobRunning: 2}}, "0"},
+		{[]map[string]int{{api.JobFailed: 1, api.JobRunning: 1}, {api.JobFailed: 2}}, "3"},
+		{[]map[string]int{{api.JobUnplaced: 1}}, "0"},
+	}
+	for _, tc := range cases {
+		b := sampleBundleSummary()
+		b.Replicas = nil
+		for _, st := range tc.statuses {
+			b.Replicas = append(b.Replicas, api.ReplicaSummary{Role: api.RolePrimary, Statuses: st})
+		}
+		row := bundleRow(b, fixtureNow)
+		if got := row[7]; got != tc.want {
+			t.Errorf("statuses %v: FAILED %q, want %q (row %v)", tc.statuses, got, tc.want, row)
 		}
 	}
 }
