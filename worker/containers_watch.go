@@ -44,6 +44,23 @@ type verdict struct {
 	row   *psRow // the container that failed
 	code  int
 	msg   string
+	limit int64 // the job's memoryLimitMiB
+}
+
+// exitSIGKILL is the code of a container the kernel's OOM killer ended.
+const exitSIGKILL = 128 + 9
+
+// oomNote says that a container was killed for its memory, and what limit
+// the job set, so that "exited with code 137" does not leave the operator
+// guessing between an OOM kill and a docker kill.
+func oomNote(oom bool, limitMiB int64) string {
+	switch {
+	case !oom:
+		return ""
+	case limitMiB > 0:
+		return fmt.Sprintf(" (killed out of memory: the job's memoryLimitMiB is %d, each container's limit)", limitMiB)
+	}
+	return " (killed out of memory: the job sets no memoryLimitMiB; the node ran out)"
 }
 
 // scan lists this node's containers of this runtime, adopts those of
@@ -68,6 +85,7 @@ func (d *containerDriver) scan(ctx context.Context) error {
 			continue // this listing may predate what the deploy did
 		}
 		v := judge(t, byTask[id])
+		v.limit = t.a.MemoryLimitMiB // read under d.mu, for the message
 		if v.state == api.JobFailed && v.row != nil && t.state == api.JobFailed && t.failedID == v.row.ID {
 			continue // already reported, message and all
 		}
@@ -78,7 +96,8 @@ func (d *containerDriver) scan(ctx context.Context) error {
 	d.mu.Unlock()
 	for i := range verdicts {
 		if v := &verdicts[i]; v.row != nil {
-			v.msg = failureMessage(d.backend.describe(*v.row), v.code, d.cli.logsTail(ctx, v.row.ID, 10))
+			what := d.backend.describe(*v.row) + oomNote(v.code == exitSIGKILL && d.cli.oomKilled(ctx, v.row.ID), v.limit)
+			v.msg = failureMessage(what, v.code, d.cli.logsTail(ctx, v.row.ID, 10))
 		}
 	}
 	d.mu.Lock()

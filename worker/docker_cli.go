@@ -154,6 +154,13 @@ func (c *dockerCLI) logsTail(ctx context.Context, id string, n int) string {
 	return lastLines(out, n)
 }
 
+// oomKilled reports whether the kernel's OOM killer ended a container (a
+// failed inspect says no: the message only loses its note).
+func (c *dockerCLI) oomKilled(ctx context.Context, id string) bool {
+	out, err := c.run(ctx, "inspect", "--format", "{{.State.OOMKilled}}", id)
+	return err == nil && strings.TrimSpace(string(out)) == "true"
+}
+
 // follow copies a container's output into the writers until the container
 // stops or ctx ends; since (RFC 3339) skips what was copied before.
 func (c *dockerCLI) follow(ctx context.Context, id, since string, stdout, stderr io.Writer) error {
