@@ -470,7 +470,7 @@ func (v *jobValidator) checkSatisfiable(j *Job) {
 	}
 	// Every dimension fits somewhere, but never all on one profile.
 	for _, d := range nearest {
-		report(j.Name, d.code, "no single node profile in pool %q offers all the job needs; the nearest, %s, lacks %s",
+		report(j.Name, d.code, "no single node profile in pool %q offers all the job needs; the nearest, %s, cannot offer %s",
 			v.pool.Name, nearestName, d.what)
 	}
 }

@@ -511,3 +511,24 @@ func TestEffectivePriority(t *testing.T) {
 		})
 	}
 }
+
+// TestUnsatisfiableNearestMessage: when no node has all a job needs, the
+// warning says what the nearest node cannot offer (the job's whole
+// request), not that it "lacks" that much, which read as a shortfall.
+func TestUnsatisfiableNearestMessage(t *testing.T) {
+	h := newHarness(t)
+	small := testNode("a-small", "p", "az1", "c1", 8000, 8)
+	small.TotalMemoryMiB, small.Runtimes = 2048, []string{"compose"}
+	big := testNode("big", "p", "az1", "c1", 8000, 8)
+	big.TotalMemoryMiB, big.Runtimes = 4096, []string{"exec"}
+	h.readyNode(small)
+	h.readyNode(big)
+	h.push("web", composeTar(t, 1))
+	spec := templateBundle("b", "web")
+	spec.Jobs[0].Requirements.MemoryMiB = 3000
+	f := Validate(&spec, h.fsm.State(), nil)
+	want := `the nearest, node "a-small", cannot offer 3000 MiB of memory`
+	if len(f.Warnings) != 1 || !strings.Contains(f.Warnings[0].Message, want) {
+		t.Fatalf("warnings %+v, want one saying %q", f.Warnings, want)
+	}
+}
