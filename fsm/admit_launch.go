@@ -75,8 +75,9 @@ func parameterNames(params map[string]string) (code, msg string) {
 }
 
 // admitJobLaunches adds a finding, under the job's name, for each job
-// whose launch admitLaunch refuses, and, with a state to find templates
-// in, for each compose template parameter no .env can hold.
+// whose launch admitLaunch refuses, whose runtime.oneOf leaves out its
+// launch's runtime, and, with a state to find templates in, for each
+// compose template parameter no .env can hold.
 func admitJobLaunches(f *Findings, spec *BundleSpec, st *State) {
 	c := collector{out: *f}
 	for i := range spec.Jobs {
