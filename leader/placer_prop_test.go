@@ -127,6 +127,7 @@ func (m *placementModel) settle(t *rapid.T) {
 	m.e.store.take()
 	probe := *m.p
 	probe.scannedAt, probe.scannedChange, probe.rescan = time.Time{}, 0, false
+	probe.unchanged = unchangedTries{}
 	// Past recordCoalesce, so a plan of records the probe finds commits
 	// rather than being held (a held plan commits nothing and would pass).
 	m.e.clock.Advance(recordCoalesce)
