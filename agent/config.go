@@ -59,6 +59,10 @@ type Config struct {
 	DeadServerCleanup time.Duration
 	// DeleteTimeout bounds the stop-then-delete saga (DESIGN §4).
 	DeleteTimeout time.Duration
+	// UnseenNodeDown is how long a new leader waits for gossip to see a
+	// node an earlier leader saw before writing it down (leader's one
+	// minute when zero; negative: never, for nodes that have no worker).
+	UnseenNodeDown time.Duration
 	// EventKeepAlive spaces the keep-alive lines of idle /v1/events
 	// streams (httpapi's 15 s when zero).
 	EventKeepAlive time.Duration

@@ -53,6 +53,7 @@ func startBenchCluster(ctx context.Context, parent string, n int, logger *slog.L
 			NodeID: fmt.Sprintf("s%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i)),
 			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: n, Join: join,
 			Logger: logger, TimeoutScale: clusterTimeoutScale,
+			UnseenNodeDown: -1, // the nodes are registered ready without a worker (registerClusterNodes)
 		}
 		cfg.Gossip = gossip.DefaultConfig()
 		cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0

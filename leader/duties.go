@@ -83,6 +83,10 @@ type Config struct {
 	// before it leaves the Raft configuration; never below QuorumSize.
 	DeadServerCleanup time.Duration
 	QuorumSize        int
+	// UnseenNodeDown is how long a new leader waits for gossip to see a
+	// node an earlier leader saw (ready or suspect) before it writes the
+	// node down (reconcile.go); 0 means a minute, negative never.
+	UnseenNodeDown time.Duration
 
 	Elastic ElasticConfig
 	// ConfigTokens are the ACL tokens from configuration, written by every
@@ -111,6 +115,9 @@ func New(cfg Config) *Leader {
 	}
 	if cfg.DeleteTimeout <= 0 {
 		cfg.DeleteTimeout = 60 * time.Second
+	}
+	if cfg.UnseenNodeDown == 0 {
+		cfg.UnseenNodeDown = defaultUnseenNodeDown
 	}
 	cfg.Metrics.setDefaults()
 	cfg.Elastic.setDefaults()

@@ -25,7 +25,19 @@ type reconciler struct {
 	nodeIndex uint64          // nodes-table index at the last node pass
 	held      map[string]bool // servers whose removal the last pass held back (holdRemoval)
 	refused   map[string]bool // nodes whose worker the servers refuse, as last logged
+	// took is when this term's first node pass ran (unseenDown counts
+	// from it); unseen, the nodes it wrote down for that, as logged.
+	took   time.Time
+	unseen map[string]bool
 }
+
+// defaultUnseenNodeDown is how long a new leader waits for gossip to see a
+// node an earlier leader saw (ready or suspect) before it writes the node
+// down (Config.UnseenNodeDown). A server that restarted knows only the members that joined it since: a
+// worker that died while every server was down is never reported dead,
+// only absent, and its node read ready for good, its bundles never failing
+// over. A live worker rejoins within its reconnect interval (seconds).
+const defaultUnseenNodeDown = time.Minute
 
 func (r *reconciler) Name() string { return "reconcile" }
 
@@ -175,11 +187,20 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 	}
 	r.nodeIndex = idx
 	var reqs []*fsm.NodeStatusRequest
-	now := l.clock.Now().UnixNano()
+	at := l.clock.Now()
+	if r.took.IsZero() {
+		r.took = at
+	}
+	now := at.UnixNano()
 	for _, n := range st.Nodes("") {
 		m, ok := l.cfg.Membership.Member(n.ID)
 		if !ok {
-			continue // never seen in gossip: it stays unknown until it joins
+			// Never seen in gossip: unknown stays unknown until it joins;
+			// one an earlier leader saw is down once it stayed away.
+			if r.unseenGone(n, at) {
+				reqs = append(reqs, &fsm.NodeStatusRequest{NodeID: n.ID, Status: fsm.NodeDown, Now: now})
+			}
+			continue
 		}
 		want := gossipStatus[m.Status]
 		if r.refusedWorker(n.ID, m) && want == fsm.NodeReady {
@@ -196,6 +217,26 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 	}
 	applyAll(ctx, l, fsm.NodeStatusType, reqs)
 }
+
+// unseenGone says whether node n, absent from this server's gossip, has
+// been so for Config.UnseenNodeDown since this term's first look while its
+// status says an earlier leader saw it; it logs the node the first time.
+func (r *reconciler) unseenGone(n *fsm.Node, at time.Time) bool {
+	wait := r.l.cfg.UnseenNodeDown
+	if n.Status != fsm.NodeReady && n.Status != fsm.NodeSuspect || wait < 0 || at.Sub(r.took) < wait {
+		return false
+	}
+	if !r.unseen[n.ID] {
+		if r.unseen == nil {
+			r.unseen = map[string]bool{}
+		}
+		r.unseen[n.ID] = true
+		r.l.log.Warn(msgUnseenDown, "node", n.ID, "after", wait)
+	}
+	return true
+}
+
+const msgUnseenDown = "node not seen in gossip since this leader took office: writing it down"
 
 const msgWorkerRefused = "the servers refuse this node's worker (its log says why), so the node is suspect: no new placements"
 

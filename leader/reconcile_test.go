@@ -308,3 +308,54 @@ func TestReconcileSaysWhenAWorkerIsRefused(t *testing.T) {
 		t.Fatalf("node %s once the refusal ended, want ready", n.Status)
 	}
 }
+
+// TestReconcileUnseenNodeGoesDown: a node an earlier leader saw (ready or
+// suspect) that this server's gossip has not seen is written down once
+// unseenDown passed since the term's first look, and not before; a node
+// never seen by anyone stays unknown, and one that joins in time is ready.
+func TestReconcileUnseenNodeGoesDown(t *testing.T) {
+	e := newEnv(t)
+	e.node("gone", "p", 1000, 1, fsm.NodeReady)
+	e.node("shaky", "p", 1000, 1, fsm.NodeSuspect)
+	e.node("new", "p", 1000, 1, fsm.NodeUnknown)
+	e.node("back", "p", 1000, 1, fsm.NodeReady)
+	r := &reconciler{l: e.l}
+	r.nodes(e.ctx, true)
+	e.clock.Advance(defaultUnseenNodeDown - time.Second)
+	e.members.set(member("back", gossip.RoleWorker, gossip.StatusAlive, e.clock.Now()))
+	r.nodes(e.ctx, true)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("proposed %v before unseenDown passed", typesOf(ps))
+	}
+	e.clock.Advance(time.Second)
+	for range 2 {
+		r.nodes(e.ctx, true)
+	}
+	want := map[string]string{"gone": fsm.NodeDown, "shaky": fsm.NodeDown, "new": fsm.NodeUnknown, "back": fsm.NodeReady}
+	for id, status := range want {
+		if got := e.store.State().Node(id).Status; got != status {
+			t.Errorf("node %s is %s, want %s", id, got, status)
+		}
+	}
+	if ps := e.store.take(); len(ps) != 2 {
+		t.Fatalf("proposed %v, want one NodeStatus for each of gone and shaky", typesOf(ps))
+	}
+	if got := e.logs.Count(slog.LevelWarn, msgUnseenDown); got != 2 {
+		t.Fatalf("%d warnings, want one per node", got)
+	}
+}
+
+// TestReconcileUnseenNodeDownOff: a negative UnseenNodeDown leaves a node
+// gossip never saw as it is (nodes registered without a worker).
+func TestReconcileUnseenNodeDownOff(t *testing.T) {
+	e := newEnv(t)
+	e.l.cfg.UnseenNodeDown = -1
+	e.node("n1", "p", 1000, 1, fsm.NodeReady)
+	r := &reconciler{l: e.l}
+	r.nodes(e.ctx, true)
+	e.clock.Advance(24 * time.Hour)
+	r.nodes(e.ctx, true)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("proposed %v with UnseenNodeDown off", typesOf(ps))
+	}
+}
