@@ -421,3 +421,30 @@ func TestPanicIsInternalError(t *testing.T) {
 func legacyDriver(l api.Launch, driver string) bool {
 	return l.Kind == api.LaunchLegacy && l.Job != nil && l.Job.Driver == driver && l.Driver == "" && l.Command == nil && l.Env == nil
 }
+
+// An operator's remove-peer shows in the event log as the leader's own
+// removals do, so a server added back later does not read as joined twice.
+func TestRemovePeerRecordsServerRemoved(t *testing.T) {
+	e := leaderEnv(t)
+	if err := e.c.RemovePeer(ctx(t), "other"); err != nil {
+		t.Fatal(err)
+	}
+	var got []fsm.Event
+	for _, ev := range e.b.State().Events(0, 0) {
+		if ev.Type == api.EventServerRemoved {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 1 || got[0].NodeID != "other" || !strings.Contains(got[0].Message, "operator") {
+		t.Fatalf("serverRemoved events = %+v, want one for other naming the operator", got)
+	}
+	// A refused removal records nothing.
+	if err := e.c.RemovePeer(ctx(t), "ghost"); !api.IsCode(err, api.CodeNotFound) {
+		t.Fatalf("remove unknown peer: %v", err)
+	}
+	for _, ev := range e.b.State().Events(0, 0) {
+		if ev.Type == api.EventServerRemoved && ev.NodeID == "ghost" {
+			t.Fatalf("a refused removal recorded %+v", ev)
+		}
+	}
+}

@@ -141,5 +141,13 @@ func (s *Server) removePeer(c echo.Context) error {
 	if err := s.b.RemovePeer(c.Request().Context(), id); err != nil {
 		return err
 	}
+	// The event log must show the removal as it shows the leader's own
+	// (serverRemoved), or a server re-added later reads as joined twice.
+	// The server is out already: a failed record is logged, not answered.
+	ev := &fsm.RecordEventRequest{Type: api.EventServerRemoved, NodeID: id, Now: s.now(),
+		Message: fmt.Sprintf("server %s removed from raft: by an operator (remove-peer)", id)}
+	if _, err := s.apply(c.Request().Context(), fsm.RecordEventType, ev); err != nil {
+		s.log.Warn("recording a server's removal failed", "peer", id, "err", err)
+	}
 	return c.NoContent(http.StatusNoContent)
 }
