@@ -40,6 +40,9 @@ type Server struct {
 	leader  *leader.Leader
 	wake    chan struct{} // gossip changed: the leader reconciles now
 	metrics *metrics
+	// gossipPeers is the list last saved to gossipPeersFile.
+	peersMu     sync.Mutex
+	gossipPeers []string
 
 	mu           sync.Mutex
 	bootstrapped bool
@@ -212,11 +215,24 @@ func (s *Server) Start(ctx context.Context) error {
 		if !s.isBootstrapped() {
 			s.goRun(func() { s.advertiseMembership(ctx) })
 		}
-		if len(s.cfg.Join) > 0 {
-			s.goRun(func() { s.join(ctx) })
+		if join := s.joinList(); len(join) > 0 {
+			s.goRun(func() { s.join(ctx, join) })
 		}
 	}
 	return nil
+}
+
+// joinList is --join and, with a data directory, the servers this one
+// last saw alive.
+func (s *Server) joinList() []string {
+	if s.cfg.DataDir == "" {
+		return s.cfg.Join
+	}
+	remembered, err := loadGossipPeers(s.cfg.DataDir)
+	if err != nil {
+		s.logger.Warn("not joining the servers last seen: their addresses cannot be read", "err", err)
+	}
+	return joinAddrs(s.cfg.Join, remembered)
 }
 
 func (s *Server) goRun(fn func()) {
@@ -227,9 +243,9 @@ func (s *Server) goRun(fn func()) {
 	}()
 }
 
-func (s *Server) join(ctx context.Context) {
-	if _, err := s.gossip.Join(ctx, s.cfg.Join); err != nil && ctx.Err() == nil {
-		s.logger.Error("gossip join failed", "addrs", s.cfg.Join, "err", err)
+func (s *Server) join(ctx context.Context, addrs []string) {
+	if _, err := s.gossip.Join(ctx, addrs); err != nil && ctx.Err() == nil {
+		s.logger.Error("gossip join failed", "addrs", addrs, "err", err)
 	}
 }
 
@@ -242,6 +258,7 @@ func (s *Server) watchGossip(ctx context.Context) {
 	defer retry.Stop()
 	for {
 		s.maybeBootstrap(ctx)
+		s.rememberGossipPeers()
 		select {
 		case <-ctx.Done():
 			return
@@ -317,6 +334,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	if s.gossip != nil {
+		s.rememberGossipPeers() // the freshest list, for the restart
 		// The leave's broadcast gets at most a third of what is left, so
 		// requests in flight and Raft still have their share.
 		within := 5 * time.Second
