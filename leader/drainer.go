@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/fsm"
+	"github.com/amserver/amserver/scheduler"
 )
 
 // drainer moves every job off draining nodes (DESIGN §4): promote the
@@ -12,6 +13,10 @@ import (
 // nowhere to go stays; the next change retries it.
 type drainer struct {
 	l *Leader
+	// stuck is what the last pass could not move, as "node/bundle" → why:
+	// each is logged once, when it starts or its reason changes, since
+	// otherwise a drain that waits for room says nothing anywhere.
+	stuck map[string]string
 }
 
 func (d *drainer) Name() string { return "drain" }
@@ -36,9 +41,11 @@ func (d *drainer) pass(ctx context.Context) {
 		}
 	}
 	if len(batchNodes) == 0 {
+		d.stuck = nil
 		return
 	}
 	batch := d.l.engine.Snapshot(st).NewBatch(d.l.store.AppliedIndex())
+	stuck := map[string]string{}
 	for _, n := range batchNodes {
 		for _, b := range bundlesOn(st, n.ID) {
 			if batch.Updated(b.ID()) {
@@ -47,10 +54,25 @@ func (d *drainer) pass(ctx context.Context) {
 				// rules against where the other jobs just went. Next pass.
 				continue
 			}
-			batch.Drain(b, n.ID)
+			d.note(stuck, n.ID, b.ID(), batch.Drain(b, n.ID))
 		}
 	}
+	d.stuck = stuck
 	d.l.applyBatch(ctx, batch)
+}
+
+// note records a bundle the pass left on the node, and logs it when it is
+// new or its reason changed.
+func (d *drainer) note(stuck map[string]string, node, bundle string, res scheduler.Result) {
+	if res.Update != nil || res.Explain == nil || res.BudgetExhausted {
+		return
+	}
+	key, why := node+"/"+bundle, scheduler.Summary(res.Explain)
+	stuck[key] = why
+	if prev, ok := d.stuck[key]; !ok || prev != why {
+		d.l.log.Warn("drain waits: a bundle on the node has nowhere to go; it moves when room appears",
+			"node", node, "bundle", bundle, "why", why)
+	}
 }
 
 // bundlesOn lists the bundles holding reservations on a node, in band order.

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/amserver/amserver/fsm"
@@ -61,7 +63,9 @@ func TestDrainerMovesJobs(t *testing.T) {
 }
 
 // TestDrainerNowhereToGo: a bundle that fits nowhere else stays where it
-// is, and the pass proposes nothing the FSM would reject.
+// is, and the pass proposes nothing the FSM would reject. The wait is
+// logged with its reason, once, not on every pass: otherwise a node
+// reads draining forever with nothing saying why.
 func TestDrainerNowhereToGo(t *testing.T) {
 	e := newEnv(t)
 	e.node("n1", "p", 4000, 4, fsm.NodeReady)
@@ -69,7 +73,8 @@ func TestDrainerNowhereToGo(t *testing.T) {
 	e.bundle("b", "p", "", 3000)
 	e.place("b", 0, "n1")
 	e.drain("n1")
-	(&drainer{l: e.l}).pass(e.ctx)
+	d := &drainer{l: e.l}
+	d.pass(e.ctx)
 	if got := e.nodesOf("b", 0)["a"]; got != "n1" {
 		t.Fatalf("job on %s, want it left on n1", got)
 	}
@@ -78,8 +83,14 @@ func TestDrainerNowhereToGo(t *testing.T) {
 			t.Fatalf("rejected parts: %+v", r.Rejected)
 		}
 	}
+	d.pass(e.ctx)
+	warned := e.logs.At(slog.LevelWarn)
+	if len(warned) != 1 || !strings.Contains(warned[0], "drain waits") || !strings.Contains(warned[0], "bundle=b") ||
+		!strings.Contains(warned[0], "nearest: n2") {
+		t.Fatalf("warnings %q, want one saying the drain waits for b and why", warned)
+	}
 	e.node("n3", "p", 4000, 4, fsm.NodeReady)
-	(&drainer{l: e.l}).pass(e.ctx)
+	d.pass(e.ctx)
 	if got := e.nodesOf("b", 0)["a"]; got != "n3" {
 		t.Fatalf("once a node joined the job is on %s, want n3", got)
 	}

@@ -97,9 +97,9 @@ func (s *search) depthOfLastUndo() int {
 	return 0
 }
 
-// summary renders an explanation in one line for degradation messages:
+// Summary renders an explanation in one line for degradation messages:
 // "capacity 12, antiAffinity 4 of 20 nodes; nearest: n3 (cores: need 4 cores, 2 free of 8)".
-func summary(ex *fsm.Explain) string {
+func Summary(ex *fsm.Explain) string {
 	if ex == nil {
 		return ""
 	}

@@ -129,7 +129,7 @@ func (b *Batch) degradations(spec *fsm.BundleSpec, prim GangResult, back *GangRe
 		return out
 	}
 	if !back.Placed {
-		return append(out, fsm.Degradation{Code: fsm.DegradeNoBackup, Message: "no room for a backup: " + summary(back.Explain)})
+		return append(out, fsm.Degradation{Code: fsm.DegradeNoBackup, Message: "no room for a backup: " + Summary(back.Explain)})
 	}
 	return append(out, b.sharedDomains(r, b.domainsOf(prim.Nodes), b.domainsOf(back.Nodes))...)
 }

@@ -163,7 +163,7 @@ func explainString(ex *fsm.Explain) string {
 	if ex == nil {
 		return "none"
 	}
-	return summary(ex)
+	return Summary(ex)
 }
 
 func sorted(l []string) []string {

@@ -114,7 +114,7 @@ func serviceDegradations(count, missing int, ex *fsm.Explain) []fsm.Degradation 
 		return nil
 	}
 	return []fsm.Degradation{{Code: fsm.DegradeReplicasMissing,
-		Message: fmt.Sprintf("%d of %d replicas placed: %s", count-missing, count, summary(ex))}}
+		Message: fmt.Sprintf("%d of %d replicas placed: %s", count-missing, count, Summary(ex))}}
 }
 
 // placeService is Place for a service: whatever fits is committed, and
