@@ -39,7 +39,8 @@ one table row per event, or one JSON object per line with --json.
 
 When the connection drops (a server restarts, the leader changes) it
 reconnects and resumes after the last event printed, without repeating or
-skipping any. It runs until interrupted, or for --timeout when that is given.`,
+skipping any. It runs until interrupted, or for --timeout when that is given;
+it exits 1 when it ends while the stream is down (nothing was watched).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, t := range types {
@@ -95,6 +96,9 @@ func (f *follower) follow(ctx context.Context, from uint64) error {
 			return f.event(ev)
 		})
 		if ctx.Err() != nil {
+			if err != nil && !errors.Is(err, ctx.Err()) {
+				return f.down(err) // the client was still retrying (noLeader)
+			}
 			return nil // interrupted, or --timeout: the normal end of a follow
 		}
 		if err != nil && !transient(err) {
@@ -105,10 +109,20 @@ func (f *follower) follow(ctx context.Context, from uint64) error {
 		}
 		fmt.Fprintf(f.log, "event stream ended (%s); resuming after index %d\n", reason(err), f.last)
 		if !sleep(ctx, backoff) {
+			if err != nil {
+				return f.down(err)
+			}
 			return nil
 		}
 		backoff = min(2*backoff, reconnectMax)
 	}
+}
+
+// down is the end of a follow while the stream cannot be reached (or never
+// could be): what it was asked to watch was not watched, which must not
+// read as success.
+func (f *follower) down(err error) error {
+	return fmt.Errorf("the event stream was down when the follow ended; events after index %d may be unseen: %w", f.last, err)
 }
 
 // event prints one event unless it was printed before the reconnect or

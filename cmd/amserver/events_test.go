@@ -129,3 +129,32 @@ func TestEventsErrors(t *testing.T) {
 		t.Errorf("bad --type: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// A follow that ends while the stream is down (a server that never
+// answered, or one that keeps failing) watched nothing: it exits non-zero
+// saying so, not 0 as if the time had passed quietly.
+func TestEventsEndWhileDown(t *testing.T) {
+	tests := []struct {
+		name, want string
+		addr       func(t *testing.T) string
+	}{
+		{"unreachable", "cannot reach the server", func(t *testing.T) string {
+			f := newFake(t)
+			f.srv.Close()
+			return f.srv.URL
+		}},
+		{"no leader", "no leader", func(t *testing.T) string {
+			f := newFake(t)
+			f.fail("GET /v1/events", http.StatusServiceUnavailable, api.CodeNoLeader, "no leader")
+			return f.srv.URL
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.addr(t), "", "events", "--timeout", "1s")
+			if r.code != exitFailure || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want a failure saying %q", r.code, r.stderr, tc.want)
+			}
+		})
+	}
+}
