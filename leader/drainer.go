@@ -52,6 +52,9 @@ func (d *drainer) pass(ctx context.Context) {
 				// Moved off another draining node in this batch: b is
 				// stale, and moving its jobs from it could break its
 				// rules against where the other jobs just went. Next pass.
+				if why, ok := d.stuck[n.ID+"/"+b.ID()]; ok {
+					stuck[n.ID+"/"+b.ID()] = why // not tried: not resolved either
+				}
 				continue
 			}
 			d.note(stuck, n.ID, b.ID(), batch.Drain(b, n.ID))
