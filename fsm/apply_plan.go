@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/amserver/amserver/internal/plant"
 	"github.com/amserver/amserver/ledger"
@@ -28,7 +29,7 @@ type PartRejection struct {
 
 func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 	t.advance(p.Now)
-	t.eval = f.eval
+	t.eval, t.lost = f.eval, p.Lost
 	t.basis = t.index
 	if p.Basis > 0 && p.Basis < t.index {
 		t.basis = p.Basis
@@ -73,6 +74,9 @@ func (t *tx) applyPart(pl *planLedger, part *PlanPart) (string, error) {
 		if err != nil {
 			return u.BundleID, err
 		}
+		if err := t.stillLost(st.released); err != nil {
+			return u.BundleID, err
+		}
 		stages = append(stages, st)
 	}
 	svc, err := t.stageServices(overlay, part.Services)
@@ -93,6 +97,20 @@ func (t *tx) applyPart(pl *planLedger, part *PlanPart) (string, error) {
 		t.drainedEvents(pl, st.released)
 	}
 	return "", nil
+}
+
+// stillLost refuses releases on a node the plan treats as lost (Plan.Lost)
+// that is no longer down or left.
+func (t *tx) stillLost(released []string) error {
+	for _, id := range released {
+		if !slices.Contains(t.lost, id) {
+			continue
+		}
+		if n := t.State.Node(id); n != nil && n.Status != NodeDown && n.Status != NodeLeft {
+			return fmt.Errorf("%w: node %s is %s again; the failover planned on it as lost", ErrConflict, id, n.Status)
+		}
+	}
+	return nil
 }
 
 // drainedEvents announces draining nodes that this part left empty; usage

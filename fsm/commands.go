@@ -238,6 +238,12 @@ type Plan struct {
 	// node that became ready while the plan was in flight still makes the
 	// placer try the bundle again. 0 (older leaders) means the plan's index.
 	Basis uint64
+	// Lost are the nodes a failover plan treats as down or left. A part
+	// that releases a reservation on one of them is rejected when the node
+	// is ready or suspect again at apply: it came back while the plan was
+	// in flight, and its jobs are not to be failed over. Plans of older
+	// leaders carry none and apply as they did.
+	Lost []string `json:",omitempty"`
 }
 
 // PlanPart groups updates that must commit together, such as a preemptor's

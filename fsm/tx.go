@@ -22,6 +22,8 @@ type tx struct {
 	events  []Event
 	// basis is the state index a plan was computed on (Plan.Basis).
 	basis uint64
+	// lost are a failover plan's lost nodes (Plan.Lost).
+	lost []string
 	// eval evaluates constraints in a plan's re-check (Config.Eval).
 	eval ExprEvaluator
 	// relaunchUnavailable: the command asks a service's rollout to

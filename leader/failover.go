@@ -2,6 +2,8 @@ package leader
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,7 +44,9 @@ func (f *failover) pass(ctx context.Context) int {
 	for _, b := range bundles {
 		batch.Repair(b, lost)
 	}
-	committed := f.l.applyBatch(ctx, batch)
+	// The lost nodes ride along, so that a repair whose node came back
+	// while the plan was in flight is rejected, not committed (Plan.Lost).
+	committed := f.l.applyBatch(ctx, batch, slices.Sorted(maps.Keys(lost))...)
 	f.l.metrics.Failovers.Add(float64(committed))
 	return committed
 }
@@ -86,12 +90,14 @@ func sortByBand(list []*fsm.Bundle) {
 	})
 }
 
-// applyBatch commits a batch's plan and returns how many parts committed.
-func (l *Leader) applyBatch(ctx context.Context, batch *scheduler.Batch) int {
+// applyBatch commits a batch's plan and returns how many parts committed;
+// lost are the nodes a failover plan treats as down or left (fsm.Plan.Lost).
+func (l *Leader) applyBatch(ctx context.Context, batch *scheduler.Batch, lost ...string) int {
 	if batch.Parts() == 0 {
 		return 0
 	}
 	plan := batch.Plan(l.clock.Now().UnixNano())
+	plan.Lost = lost
 	if v, ok := batch.View().(interface{ Index(...string) uint64 }); ok {
 		plan.Basis = v.Index() // failed attempts are against this state, not the commit's
 	}

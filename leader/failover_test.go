@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/amserver/amserver/fsm"
@@ -46,6 +47,9 @@ func TestFailoverPromotesBackup(t *testing.T) {
 			}
 			if n := e.store.State().Node("n1"); n.Usage.Reservations != 0 {
 				t.Fatalf("the lost node still holds %d reservations", n.Usage.Reservations)
+			}
+			if ps := e.store.take(); len(ps) != 1 || !slices.Equal(ps[0].body.(*fsm.Plan).Lost, []string{"n1"}) {
+				t.Fatalf("proposed %v, want one plan that names n1 lost (fsm.Plan.Lost)", typesOf(ps))
 			}
 			if f.pass(e.ctx) != 0 {
 				t.Fatal("a second pass repaired something again")
