@@ -243,16 +243,19 @@ func TestBrowserTokenFeedAndErrors(t *testing.T) {
 }
 
 // TestBrowserSaysWhenScriptsFail: a module that does not load leaves the
-// app unrun; the page then says so instead of "Loading…" for good, and a
-// page whose scripts all load never shows that.
+// app unrun; the page reloads once and, when that fails too, says so
+// instead of "Loading…" for good; a page whose scripts all load never
+// shows that.
 func TestBrowserSaysWhenScriptsFail(t *testing.T) {
 	b := newBrowser(t)
 	var failEvents atomic.Bool
+	var fails atomic.Int32
 	files := ui.Handler()
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", &fakeAPI{moreLogs: make(chan struct{})})
 	mux.Handle("/ui/", http.StripPrefix("/ui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if failEvents.Load() && r.URL.Path == "/events.js" {
+			fails.Add(1)
 			http.Error(w, "injected failure", http.StatusInternalServerError)
 			return
 		}
@@ -264,6 +267,9 @@ func TestBrowserSaysWhenScriptsFail(t *testing.T) {
 	failEvents.Store(true)
 	b.open(t, srv.URL+"/ui/#/bundles")
 	b.waitJS(t, "the boot failure message", `document.querySelector('#boot-failed')?.textContent.includes('did not load')`)
+	if n := fails.Load(); n != 2 {
+		t.Fatalf("events.js was refused %d times, want 2: the page and its one reload", n)
+	}
 	b.shot(t, "boot-failed")
 
 	failEvents.Store(false)
@@ -274,4 +280,33 @@ func TestBrowserSaysWhenScriptsFail(t *testing.T) {
 		t.Fatal("the boot failure message shows on a page whose scripts loaded")
 	}
 	b.checkNoProblems()
+}
+
+// TestBrowserRecoversFromAMomentaryFailure: a module whose fetch fails
+// once (a network change, a server restarting) does not leave the page
+// broken: it reloads by itself and boots.
+func TestBrowserRecoversFromAMomentaryFailure(t *testing.T) {
+	b := newBrowser(t)
+	var fails atomic.Int32
+	files := ui.Handler()
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", &fakeAPI{moreLogs: make(chan struct{})})
+	mux.Handle("/ui/", http.StripPrefix("/ui", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/events.js" && fails.CompareAndSwap(0, 1) {
+			http.Error(w, "injected failure", http.StatusInternalServerError)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	b.open(t, srv.URL+"/ui/#/bundles")
+	b.waitJS(t, "the app booted after its reload", `window.__amserverBooted === true && document.querySelector('#bundles-search') !== null`)
+	if fails.Load() != 1 {
+		t.Fatal("the injected failure never happened")
+	}
+	if eval[bool](t, b, `document.querySelector('#boot-failed') !== null`) {
+		t.Fatal("the boot failure message shows on a page that recovered")
+	}
 }

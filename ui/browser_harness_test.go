@@ -180,16 +180,38 @@ func (b *browser) click(t *testing.T, sel string) {
 	})()`)
 }
 
-// waitJS waits until the JavaScript expression is truthy.
+// waitJS waits until the JavaScript expression is truthy. A page that
+// reloads meanwhile (the UI does once when its scripts fail to load) takes
+// the poll's execution context with it: the poll starts again in the new
+// page, within the same time.
 func (b *browser) waitJS(t *testing.T, what, expr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout+5*time.Second)
 	defer cancel()
-	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
-		chromedp.WithPollingTimeout(stepTimeout), chromedp.WithPollingInterval(100*time.Millisecond)))
-	if err != nil {
-		b.fail(t, "waiting for %s: %v", what, err)
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr,
+			chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(100*time.Millisecond)))
+		if err == nil {
+			return
+		}
+		if !contextLost(err) || time.Until(deadline) <= 0 {
+			b.fail(t, "waiting for %s: %v", what, err)
+		}
+		select { // the new page's context appears once it starts loading
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
+}
+
+// contextLost says whether err is a page's JavaScript context that went
+// away under an evaluation (a navigation or reload).
+func contextLost(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") ||
+		strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed")
 }
 
 // eval returns the value of a JavaScript expression.
