@@ -17,11 +17,15 @@ type PutTemplateRequest struct {
 	Runtime string
 	Files   int
 	Archive []byte
+	// Now is the leader's clock, for the push's event time; commands of
+	// older leaders carry none and keep the time of the command before.
+	Now int64 `json:",omitempty"`
 }
 
 // DeleteTemplateRequest removes a name and every version kept under it.
 type DeleteTemplateRequest struct {
 	Name string
+	Now  int64 `json:",omitempty"` // as PutTemplateRequest's
 }
 
 // TemplatePut is a push's result: the template and the version the push
@@ -33,6 +37,7 @@ type TemplatePut struct {
 }
 
 func (f *FSM) applyPutTemplate(t *tx, req *PutTemplateRequest) (any, error) {
+	t.advance(req.Now)
 	if err := checkPut(req); err != nil {
 		return nil, err
 	}
@@ -103,6 +108,7 @@ func (t *tx) pruneVersions(tpl *Template) ([]string, error) {
 }
 
 func (f *FSM) applyDeleteTemplate(t *tx, req *DeleteTemplateRequest) (any, error) {
+	t.advance(req.Now)
 	tpl := t.Template(req.Name)
 	if tpl == nil {
 		return nil, fmt.Errorf("template %s: %w", req.Name, ErrNotFound)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/artifact"
 )
 
@@ -185,5 +186,48 @@ func TestTemplateSnapshotRoundTrip(t *testing.T) {
 	st := into.fsm.State()
 	if st.Template("other") != nil || len(st.Template("web").Versions) != 2 || st.Blob(st.Template("mod").Latest().Digest) == nil {
 		t.Fatal("restored templates differ")
+	}
+}
+
+// TestTemplateEventsCarryTheLeadersTime: a push's and a delete's events
+// are stamped with the time the command carries, not with the time of
+// whatever command came before (a template command of an older leader
+// carries none and keeps that); an older server decodes the new field.
+func TestTemplateEventsCarryTheLeadersTime(t *testing.T) {
+	h := newHarness(t)
+	h.ok(RegisterNodeType, &RegisterNodeRequest{Node: testNode("n1", "p", "az1", "c1", 1000, 1), Now: 1_000}) // an earlier command's time
+	eventTime := func(typ string) int64 {
+		t.Helper()
+		evs := h.fsm.State().Events(0, 0)
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type == typ {
+				return evs[i].Time
+			}
+		}
+		t.Fatalf("no %s event", typ)
+		return 0
+	}
+	old := putReq(t, "web", composeTar(t, 1))
+	h.ok(PutTemplateType, old)
+	if got := eventTime(api.EventTemplatePushed); got != 1_000 {
+		t.Fatalf("an older leader's push: event time %d, want the time before, 1000", got)
+	}
+	req := putReq(t, "web", composeTar(t, 2))
+	req.Now = 5_000
+	h.ok(PutTemplateType, req)
+	if got := eventTime(api.EventTemplatePushed); got != 5_000 {
+		t.Fatalf("push: event time %d, want 5000", got)
+	}
+	h.ok(DeleteTemplateType, &DeleteTemplateRequest{Name: "web", Now: 9_000})
+	if got := eventTime(api.EventTemplateDeleted); got != 9_000 {
+		t.Fatalf("delete: event time %d, want 9000", got)
+	}
+	type before struct{ Name string } // DeleteTemplateRequest before Now
+	b, err := Encode(DeleteTemplateType, &DeleteTemplateRequest{Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if was, _ := Encode(DeleteTemplateType, &before{Name: "web"}); string(b) != string(was) {
+		t.Fatal("a delete without Now is encoded differently from before the field")
 	}
 }

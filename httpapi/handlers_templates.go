@@ -56,7 +56,7 @@ func (s *Server) putTemplate(c echo.Context) error {
 		setIndex(c, t.ModifyIndex)
 		return c.JSON(http.StatusOK, versionToAPI(name, t.Latest()))
 	}
-	req := fsm.PutTemplateRequest{Name: name, Digest: info.Digest, Runtime: info.Runtime, Files: info.Files, Archive: body}
+	req := fsm.PutTemplateRequest{Name: name, Digest: info.Digest, Runtime: info.Runtime, Files: info.Files, Archive: body, Now: s.now()}
 	res, err := s.apply(c.Request().Context(), fsm.PutTemplateType, req)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (s *Server) getTemplateArchive(c echo.Context) error {
 // deleteTemplate removes a name and its versions; 409 inUse while a bundle
 // uses one of them.
 func (s *Server) deleteTemplate(c echo.Context) error {
-	res, err := s.apply(c.Request().Context(), fsm.DeleteTemplateType, fsm.DeleteTemplateRequest{Name: param(c, "name")})
+	res, err := s.apply(c.Request().Context(), fsm.DeleteTemplateType, fsm.DeleteTemplateRequest{Name: param(c, "name"), Now: s.now()})
 	if err != nil {
 		return err
 	}
