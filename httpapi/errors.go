@@ -171,6 +171,11 @@ func findings(list []fsm.Finding) []api.Finding {
 func (s *Server) handleError(err error, c echo.Context) {
 	status, body := classify(err)
 	body.Message = clipRuns(body.Message)
+	for _, list := range [][]api.Finding{body.Errors, body.Warnings} {
+		for i := range list {
+			list[i].Message = escapeControls(list[i].Message)
+		}
+	}
 	if body.Errors == nil {
 		body.Errors = []api.Finding{}
 	}
@@ -184,6 +189,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if body.Code == api.CodeBodyTooLarge {
 		body.Message = fmt.Sprintf("request body is larger than the limit of %s %s (%s)", req.Method, quote(req.URL.Path), s.bodyLimitOf(c))
 	}
+	body.Message = escapeControls(body.Message)
 	// Deliberate answers (httpError) and 4xx are routine; other 5xx are
 	// failures worth an operator's attention.
 	level := slog.LevelDebug

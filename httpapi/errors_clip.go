@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 
@@ -37,6 +38,25 @@ func clipRuns(msg string) string {
 			b.WriteRune('…')
 			continue
 		} else if run > fsm.MaxEcho {
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// escapeControls writes the control characters of a message as \u escapes.
+// Messages echo ids and values from clients (the FSM names an id it did not
+// find as given), and a CLI prints them to an operator's terminal, where an
+// ESC in a bundle id would be an instruction to the terminal.
+func escapeControls(msg string) string {
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return msg
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
 			continue
 		}
 		b.WriteRune(r)
