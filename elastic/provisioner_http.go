@@ -28,7 +28,22 @@ func (p *httpProvisioner) Create(ctx context.Context, req *ProvisionRequest) err
 }
 
 func (p *httpProvisioner) Delete(ctx context.Context, req *ProvisionRequest) error {
-	return p.call(ctx, http.MethodDelete, p.url+"/"+url.PathEscape(req.NodeID), req, http.StatusNotFound)
+	target, err := nodeURL(p.url, req.NodeID)
+	if err != nil {
+		return err
+	}
+	return p.call(ctx, http.MethodDelete, target, req, http.StatusNotFound)
+}
+
+// nodeURL is {url}/{nodeId} with the node id appended to the URL's path, so
+// a query in the configured URL (?region=eu) stays a query instead of
+// swallowing the node id.
+func nodeURL(base, nodeID string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", fmt.Errorf("provisioner URL: %w", err)
+	}
+	return u.JoinPath(nodeID).String(), nil
 }
 
 // httpDrain bounds how much of an answer is read (and thrown away) so the

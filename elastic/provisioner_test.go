@@ -103,12 +103,14 @@ func TestHTTPProvisioner(t *testing.T) {
 	var last atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		last.Store(r.Method + " " + r.URL.Path + " " + r.Header.Get("Idempotency-Key") + " " + string(body))
+		last.Store(r.Method + " " + r.URL.RequestURI() + " " + r.Header.Get("Idempotency-Key") + " " + string(body))
 		w.WriteHeader(int(status.Load()))
 		_, _ = w.Write([]byte("answer"))
 	}))
 	defer srv.Close()
 	p := newProvisioner(&fsm.Provisioner{URL: srv.URL + "/nodes/"}, srv.Client(), Policy{AllowHosts: []string{"127.0.0.1"}})
+	// A query in the URL stays the query of both calls.
+	pq := newProvisioner(&fsm.Provisioner{URL: srv.URL + "/nodes?region=eu"}, srv.Client(), Policy{AllowHosts: []string{"127.0.0.1"}})
 	create := provisionRequest(ProvisionCreate, sampleSpawn(), nil, nil)
 	del := provisionRequest(ProvisionDelete, sampleSpawn(), nil, nil)
 	tests := []struct {
@@ -126,6 +128,8 @@ func TestHTTPProvisioner(t *testing.T) {
 		{"delete", http.StatusNoContent, func() error { return p.Delete(t.Context(), del) }, "DELETE /nodes/e-1 r1", true, false},
 		{"delete gone", http.StatusNotFound, func() error { return p.Delete(t.Context(), del) }, "DELETE /nodes/e-1", true, false},
 		{"delete throttled", http.StatusTooManyRequests, func() error { return p.Delete(t.Context(), del) }, "DELETE /nodes/e-1", false, false},
+		{"create with query", http.StatusCreated, func() error { return pq.Create(t.Context(), create) }, "POST /nodes?region=eu r1", true, false},
+		{"delete with query", http.StatusNoContent, func() error { return pq.Delete(t.Context(), del) }, "DELETE /nodes/e-1?region=eu r1", true, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
