@@ -107,6 +107,8 @@ type elastic struct {
 	// when the pool provisions nothing new: leader-local, a new leader
 	// simply tries once more.
 	failing map[string]poolFailure
+	// warnedShort holds the spawns whose short node was logged this term.
+	warnedShort map[string]bool
 }
 
 // poolFailure is a pool's provisioner that failed, and until when it rests.
@@ -146,6 +148,7 @@ func (e *elastic) begin(ctx context.Context) {
 	e.engine = scheduler.NewEngine(scheduler.Options{})
 	e.planned, e.plannedAt, e.fence = nil, 0, 0
 	e.failing = map[string]poolFailure{}
+	e.warnedShort = nil
 	e.calls = e.cfg.Provisioning(ctx)
 }
 
@@ -163,6 +166,7 @@ func (e *elastic) pass(ctx context.Context) {
 	now := e.l.clock.Now().UnixNano()
 	e.calls.Forget(func(id string) bool { return st.Spawn(id) != nil })
 	e.endRests(time.Unix(0, now))
+	e.warnShort(st, spawns)
 	if e.expire(ctx, st, spawns, now) || e.trackIdle(ctx, st, spawns, now) {
 		return // the state moved: plan against the new one
 	}
