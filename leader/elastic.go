@@ -250,8 +250,9 @@ func (e *elastic) giveUp(ctx context.Context, sp *fsm.Spawn, reason string, now 
 }
 
 // expire gives up spawns whose node did not register (or never became
-// ready) within the pool's spawnTimeout, and registered spawns whose node
-// was deregistered. Their demand is planned again on the next pass.
+// ready) within the pool's spawnTimeout, registered spawns whose node
+// was deregistered, and those whose node has been down or left for the
+// spawnTimeout. Their demand is planned again on the next pass.
 func (e *elastic) expire(ctx context.Context, st *fsm.State, spawns []*fsm.Spawn, now int64) bool {
 	acted := false
 	for _, sp := range spawns {
@@ -264,12 +265,26 @@ func (e *elastic) expire(ctx context.Context, st *fsm.State, spawns []*fsm.Spawn
 			e.giveUp(ctx, sp, "its node was deregistered", now)
 		case sp.State == fsm.SpawnRegistered && n.Status == fsm.NodeUnknown && now >= sp.RegisterTime+timeout:
 			e.giveUp(ctx, sp, "its node registered but never became ready", now)
+		case sp.State == fsm.SpawnRegistered && lost(n) && now >= n.StatusTime+timeout:
+			// Else it holds a maxNodes slot for good: a pool at its cap
+			// could never replace a machine the provider lost.
+			e.giveUp(ctx, sp, lostReason(n), now)
 		default:
 			continue
 		}
 		acted = true
 	}
 	return acted
+}
+
+// lost: a registered node that is gone from gossip, down or left.
+func lost(n *fsm.Node) bool { return n.Status == fsm.NodeDown || n.Status == fsm.NodeLeft }
+
+func lostReason(n *fsm.Node) string {
+	if n.Status == fsm.NodeLeft {
+		return "its node left and did not come back within the spawn timeout"
+	}
+	return "its node has been down for the spawn timeout"
 }
 
 // trackIdle records in each registered spawn when its node became idle, so

@@ -341,3 +341,42 @@ func TestElasticProvisionerGivesUp(t *testing.T) {
 		t.Fatalf("after the rest: spawns %+v, want a new one spawning", sp)
 	}
 }
+
+// TestElasticGivesBackLostNode: a provisioned node that goes down (or
+// leaves) and stays so is given back after the pool's spawnTimeout, not
+// before, so it stops holding a maxNodes slot; a suspect one is kept.
+func TestElasticGivesBackLostNode(t *testing.T) {
+	tests := []struct {
+		status  string
+		givenUp bool
+		wantWhy string
+	}{
+		{fsm.NodeDown, true, "its node has been down for the spawn timeout"},
+		{fsm.NodeLeft, true, "its node left and did not come back within the spawn timeout"},
+		{fsm.NodeSuspect, false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.status, func(t *testing.T) {
+			e := newEnv(t)
+			e.pool(planPool("e", 1, 1))
+			d := e.elastic()
+			d.pass(e.ctx)
+			sp := e.spawns()[0]
+			e.register(sp)
+			d.pass(e.ctx)
+			e.setStatus(sp.NodeID, tc.status)
+			d.pass(e.ctx)
+			e.clock.Advance(time.Duration(fsm.DefaultSpawnTimeout) - time.Second)
+			d.pass(e.ctx)
+			if got := e.store.State().Spawn(sp.ID); got.State != fsm.SpawnRegistered {
+				t.Fatalf("spawn %s before the timeout", got.State)
+			}
+			e.clock.Advance(time.Second)
+			d.pass(e.ctx)
+			got := e.store.State().Spawn(sp.ID)
+			if (got.State == fsm.SpawnDeleting) != tc.givenUp || got.DeleteReason != tc.wantWhy {
+				t.Fatalf("spawn %s (%q) at the timeout, want given up %v (%q)", got.State, got.DeleteReason, tc.givenUp, tc.wantWhy)
+			}
+		})
+	}
+}
