@@ -174,7 +174,17 @@ func newEventPrinter(w io.Writer, asJSON bool) *eventPrinter {
 	return &eventPrinter{w: w, json: asJSON}
 }
 
-const eventRow = "%-8s  %-19s  %-17s  %-16s  %-12s  %s\n"
+// eventRow pads TYPE to the longest event type, and NODE to fit an
+// elastic pool's node ids (pool-1c9e0f2a), so the messages line up.
+var eventRow = "%-8s  %-19s  %-" + strconv.Itoa(longest(api.EventTypes)) + "s  %-16s  %-16s  %s\n"
+
+func longest(list []string) int {
+	n := 0
+	for _, s := range list {
+		n = max(n, len(s))
+	}
+	return n
+}
 
 func (p *eventPrinter) print(ev api.Event) error {
 	if p.json {

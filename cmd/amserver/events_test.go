@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -156,5 +157,25 @@ func TestEventsEndWhileDown(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want a failure saying %q", r.code, r.stderr, tc.want)
 			}
 		})
+	}
+}
+
+// TestEventRowsLineUp: every event type, with a node id of an elastic pool,
+// leaves the message where the header puts MESSAGE.
+func TestEventRowsLineUp(t *testing.T) {
+	var out bytes.Buffer
+	p := newEventPrinter(&out, false)
+	for i, typ := range api.EventTypes {
+		ev := api.Event{Index: uint64(i + 1), Type: typ, NodeID: "burst-1c9e0f2a", BundleID: "channel-1", Message: "msg"}
+		if err := p.print(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	col := strings.Index(lines[0], "MESSAGE")
+	for _, line := range lines[1:] {
+		if strings.Index(line, "msg") != col {
+			t.Fatalf("message not under MESSAGE (column %d):\n%s\n%s", col, lines[0], line)
+		}
 	}
 }
