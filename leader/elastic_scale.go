@@ -108,7 +108,7 @@ func (e *elastic) dispatch(ctx context.Context, st *fsm.State, pools map[string]
 
 func (e *elastic) deprovision(ctx context.Context, st *fsm.State, sp *fsm.Spawn, prov *fsm.Provisioner, now int64) {
 	n := st.Node(sp.NodeID)
-	if n != nil && !st.NodeIdle(n.ID) {
+	if n != nil && !drained(st, n) {
 		return // the drain is still moving work off it
 	}
 	at, ok := e.calls.Deleted(sp.ID)
@@ -123,6 +123,25 @@ func (e *elastic) deprovision(ctx context.Context, st *fsm.State, sp *fsm.Spawn,
 		return
 	}
 	e.apply(ctx, fsm.DeleteSpawnType, &fsm.DeleteSpawnRequest{ID: sp.ID, Reason: sp.DeleteReason, Now: now})
+}
+
+// drained: nothing of any bundle is on the node, or it is lost (down or
+// left) and all it still has are stops its worker will never acknowledge:
+// their work was released, and waiting for them kept a dead node's spawn
+// (and its maxNodes slot) for good.
+func drained(st *fsm.State, n *fsm.Node) bool {
+	if st.NodeIdle(n.ID) {
+		return true
+	}
+	if !lost(n) || len(st.NodeReservations(n.ID)) > 0 {
+		return false
+	}
+	for _, a := range st.NodeAssignments(n.ID) {
+		if a.BundleID != "" && a.Desired != fsm.DesiredStop {
+			return false
+		}
+	}
+	return true
 }
 
 // still reports whether a spawn is still in the given state: a call for a
