@@ -46,3 +46,22 @@ func TestElasticDeletesLostNodeWithStops(t *testing.T) {
 		t.Fatal("the given-back node or its spawn is still in the state")
 	}
 }
+
+// TestElasticGivesBackNodeInOtherPool: a spawn's node that registers in
+// another pool (its worker got the wrong --pool) is given back, instead of
+// counting as spawning against the pool's maxNodes for good.
+func TestElasticGivesBackNodeInOtherPool(t *testing.T) {
+	e := newEnv(t)
+	e.pool(planPool("e", 1, 1))
+	d := e.elastic()
+	d.pass(e.ctx)
+	sp := e.spawns()[0]
+	wrong := *sp
+	wrong.Pool = "other"
+	e.register(&wrong)
+	d.pass(e.ctx)
+	got := e.store.State().Spawn(sp.ID)
+	if want := "its node registered in pool other, not e"; got.State != fsm.SpawnDeleting || got.DeleteReason != want {
+		t.Fatalf("spawn %s (%q), want deleting (%q)", got.State, got.DeleteReason, want)
+	}
+}
