@@ -263,6 +263,10 @@ func (e *elastic) expire(ctx context.Context, st *fsm.State, spawns []*fsm.Spawn
 			e.giveUp(ctx, sp, fsm.SpawnTimeoutReason, now)
 		case sp.State == fsm.SpawnRegistered && n == nil:
 			e.giveUp(ctx, sp, "its node was deregistered", now)
+		case sp.State == fsm.SpawnRegistered && n.Pool != sp.Pool:
+			// Its worker was started with the wrong --pool: the node would
+			// count as spawning against maxNodes for good.
+			e.giveUp(ctx, sp, "its node registered in pool "+n.Pool+", not "+sp.Pool, now)
 		case sp.State == fsm.SpawnRegistered && n.Status == fsm.NodeUnknown && now >= sp.RegisterTime+timeout:
 			e.giveUp(ctx, sp, "its node registered but never became ready", now)
 		case sp.State == fsm.SpawnRegistered && lost(n) && now >= n.StatusTime+timeout:
