@@ -39,6 +39,9 @@ func (s *Server) putPool(c echo.Context) error {
 	if err := fsm.ValidatePool(&p); err != nil {
 		return err
 	}
+	if err := fsm.AdmitProvisionerURL(&p); err != nil {
+		return err
+	}
 	res, err := s.apply(c.Request().Context(), fsm.UpsertPoolType, fsm.UpsertPoolRequest{Pool: p})
 	if err != nil {
 		return err
