@@ -2,14 +2,20 @@ package fsm
 
 import "net/url"
 
-// AdmitProvisionerURL checks what every server requires of a webhook
-// provisioner's URL (docs/provisioner.md): absolute http or https, with no
-// credentials in it. It is admission only (the API calls it before
+// AdmitProvisioner checks what every server requires of a pool's
+// provisioner (docs/provisioner.md): a webhook URL absolute http or https,
+// with no credentials in it; a command whose program is named. It is admission only (the API calls it before
 // proposing; ValidatePool, which Apply runs, does not), so pools an older
 // server accepted still replay; a server refuses to call such a URL anyway,
 // but stored, its credentials were shown to every reader of the pool.
-func AdmitProvisionerURL(p *Pool) error {
-	if p.Provisioner == nil || p.Provisioner.URL == "" {
+func AdmitProvisioner(p *Pool) error {
+	if p.Provisioner == nil {
+		return nil
+	}
+	if c := p.Provisioner.Command; len(c) > 0 && c[0] == "" {
+		return invalidf("pool provisioner command must name its program first")
+	}
+	if p.Provisioner.URL == "" {
 		return nil
 	}
 	u, err := url.Parse(p.Provisioner.URL)

@@ -266,6 +266,7 @@ func validationCases() []badCase {
 		{"422 pool bad duration", "PUT", "/v1/pools/p9", `{"kind":"elastic","idleTimeout":"soon"}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 pool provisioner url with credentials", "PUT", "/v1/pools/p9", `{"kind":"elastic","provisioner":{"url":"https://u:secret@p.example/v1/nodes"}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 pool provisioner url not http", "PUT", "/v1/pools/p9", `{"kind":"elastic","provisioner":{"url":"ftp://p.example/nodes"}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
+		{"422 pool provisioner command empty", "PUT", "/v1/pools/p9", `{"kind":"elastic","provisioner":{"command":[""]}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 pool provisioner url relative", "PUT", "/v1/pools/p9", `{"kind":"elastic","provisioner":{"url":"/v1/nodes"}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 pool negative cap", "PUT", "/v1/pools/p9", `{"caps":{"maxCapacity":-1}}`, 422, api.CodeValidationFailed, fsm.CodeInvalidRequirement},
 		{"422 service lifecycle", "PUT", "/v1/services/s9", `{"pools":["p1"],"lifecycle":"sometimes"}`, 422, api.CodeValidationFailed, ""},

@@ -39,7 +39,7 @@ func (s *Server) putPool(c echo.Context) error {
 	if err := fsm.ValidatePool(&p); err != nil {
 		return err
 	}
-	if err := fsm.AdmitProvisionerURL(&p); err != nil {
+	if err := fsm.AdmitProvisioner(&p); err != nil {
 		return err
 	}
 	res, err := s.apply(c.Request().Context(), fsm.UpsertPoolType, fsm.UpsertPoolRequest{Pool: p})
