@@ -56,6 +56,38 @@ func ValidGossipKey(key []byte) error {
 // installed.
 func (s *State) Keyring() *Keyring { return first[Keyring](s.txn, tableKeyring, "id", keyringID) }
 
+// Refusal is why the keyring refuses op on key, or nil. Apply and the API
+// share it: the API checks it before it looks at the members, so that an
+// impossible change is refused for what it is, not "waited for".
+func (k *Keyring) Refusal(op string, key []byte) error {
+	switch op {
+	case KeyringInstall:
+		if err := ValidGossipKey(key); err != nil {
+			return err
+		}
+		if !k.Has(key) && len(k.Keys) >= MaxGossipKeys {
+			return fmt.Errorf("%w: the keyring already holds %d keys; remove one first", ErrConflict, len(k.Keys))
+		}
+	case KeyringUse:
+		if !k.Has(key) {
+			return fmt.Errorf("gossip key %w: install it before using it", ErrNotFound)
+		}
+	case KeyringRemove:
+		if !k.Has(key) {
+			return fmt.Errorf("gossip key %w", ErrNotFound)
+		}
+		if len(k.Keys) == 1 {
+			return fmt.Errorf("%w: it is the last gossip key; install and use another key first", ErrConflict)
+		}
+		if bytes.Equal(k.Primary, key) {
+			return fmt.Errorf("%w: it is the primary gossip key; use another key first", ErrConflict)
+		}
+	default:
+		return fmt.Errorf("%w: keyring operation %q (want install, use or remove)", ErrInvalid, op)
+	}
+	return nil
+}
+
 // applyKeyring installs, uses or removes one key. The first key installed
 // becomes the primary (that is how a cluster's --encrypt key seeds it).
 // Removing the primary or the last key is refused: members would be left
@@ -66,42 +98,25 @@ func (f *FSM) applyKeyring(t *tx, req *KeyringRequest) (any, error) {
 	if cur != nil {
 		kr.Keys, kr.Primary = slices.Clone(cur.Keys), cur.Primary
 	}
+	if err := kr.Refusal(req.Op, req.Key); err != nil {
+		return nil, err
+	}
 	switch req.Op {
 	case KeyringInstall:
-		if err := ValidGossipKey(req.Key); err != nil {
-			return nil, err
-		}
 		if kr.Has(req.Key) {
 			return nil, nil // idempotent: a retried install changes nothing
-		}
-		if len(kr.Keys) >= MaxGossipKeys {
-			return nil, fmt.Errorf("%w: the keyring already holds %d keys; remove one first", ErrConflict, len(kr.Keys))
 		}
 		kr.Keys = append(kr.Keys, bytes.Clone(req.Key))
 		if kr.Primary == nil {
 			kr.Primary = bytes.Clone(req.Key)
 		}
 	case KeyringUse:
-		if !kr.Has(req.Key) {
-			return nil, fmt.Errorf("gossip key %w: install it before using it", ErrNotFound)
-		}
 		if bytes.Equal(kr.Primary, req.Key) {
 			return nil, nil
 		}
 		kr.Primary = bytes.Clone(req.Key)
 	case KeyringRemove:
-		if !kr.Has(req.Key) {
-			return nil, fmt.Errorf("gossip key %w", ErrNotFound)
-		}
-		if len(kr.Keys) == 1 {
-			return nil, fmt.Errorf("%w: it is the last gossip key; install and use another key first", ErrConflict)
-		}
-		if bytes.Equal(kr.Primary, req.Key) {
-			return nil, fmt.Errorf("%w: it is the primary gossip key; use another key first", ErrConflict)
-		}
 		kr.Keys = slices.DeleteFunc(kr.Keys, func(x []byte) bool { return bytes.Equal(x, req.Key) })
-	default:
-		return nil, fmt.Errorf("%w: keyring operation %q (want install, use or remove)", ErrInvalid, req.Op)
 	}
 	kr.ModifyIndex = t.index
 	t.insert(tableKeyring, &kr)

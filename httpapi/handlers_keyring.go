@@ -95,9 +95,16 @@ func (s *Server) changeKeyring(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.b.State().Keyring() == nil {
+	kr := s.b.State().Keyring()
+	if kr == nil {
 		return &httpError{status: http.StatusConflict, code: api.CodeConflict,
 			message: "the cluster has no gossip keyring: start the servers with --encrypt to enable gossip encryption"}
+	}
+	// The leader's keyring refuses what can never apply (a key it does not
+	// hold, the primary or last key) before the members are asked about:
+	// "wait for them" would send the operator waiting for good.
+	if err := kr.Refusal(req.Op, req.Key); err != nil {
+		return err
 	}
 	if !force {
 		if err := checkKeyringStep(req.Op, req.Key, s.b.Members()); err != nil {

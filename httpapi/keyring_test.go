@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,5 +163,43 @@ func TestKeyringChanges(t *testing.T) {
 	kr := e.b.State().Keyring()
 	if len(kr.Keys) != 1 || !bytes.Equal(kr.Primary, gkey(2)) {
 		t.Fatalf("keyring after rotation %+v", kr)
+	}
+}
+
+// A change the keyring can never apply is refused for that reason, not
+// with "members are behind; wait for them": an operator told to wait for
+// the members would wait for good (on a real cluster `keyring use` of a
+// key never installed and `keyring remove` of the primary both said so).
+func TestKeyringRefusesImpossibleChangesBeforeWaiting(t *testing.T) {
+	e := leaderEnv(t)
+	e.b.mustApply(t, fsm.KeyringType, fsm.KeyringRequest{Op: fsm.KeyringInstall, Key: gkey(1)})
+	e.b.set(func(b *testBackend) {
+		b.members = []gossip.Member{reporting("s1", gossip.StatusAlive, gkey(1)), reporting("w1", gossip.StatusAlive, gkey(1))}
+	})
+	cases := []struct {
+		name string
+		op   string
+		key  []byte
+		code string
+		want string
+	}{
+		{"use a key never installed", api.KeyringUse, gkey(9), api.CodeNotFound, "install it before using it"},
+		{"remove a key never installed", api.KeyringRemove, gkey(9), api.CodeNotFound, "not found"},
+		{"remove the last key", api.KeyringRemove, gkey(1), api.CodeConflict, "last gossip key"},
+	}
+	for _, tc := range cases {
+		before := stateHash(t, e.b.State())
+		err := e.c.ChangeKeyring(ctx(t), tc.op, b64(tc.key), false)
+		if !api.IsCode(err, tc.code) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "wait for them") {
+			t.Fatalf("%s: %v, want %s saying %q", tc.name, err, tc.code, tc.want)
+		}
+		if stateHash(t, e.b.State()) != before {
+			t.Fatalf("%s: a refused change changed the state", tc.name)
+		}
+	}
+	e.b.mustApply(t, fsm.KeyringType, fsm.KeyringRequest{Op: fsm.KeyringInstall, Key: gkey(2)})
+	err := e.c.ChangeKeyring(ctx(t), api.KeyringRemove, b64(gkey(1)), false)
+	if !api.IsCode(err, api.CodeConflict) || !strings.Contains(err.Error(), "primary gossip key") {
+		t.Fatalf("remove the primary: %v, want conflict naming the primary", err)
 	}
 }
