@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,15 +99,25 @@ func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
 		return 0, errors.New("gossip: join: no addresses")
 	}
 	backoff := 100 * time.Millisecond
+	warned := ""
 	for {
 		if g.isShutdown() {
 			return 0, ErrShutdown
 		}
 		n, err := g.ml.Join(addrs)
 		if n > 0 {
+			if warned != "" {
+				g.logger.Info("gossip joined", "addrs", addrs, "members", n)
+			}
 			return n, nil
 		}
-		g.logger.Debug("gossip join failed, retrying", "addrs", addrs, "err", err, "backoff", backoff)
+		// An agent that cannot join runs on alone: say why, once per
+		// distinct reason, where an operator reads (a wrong key retries
+		// forever and would otherwise be silent).
+		if msg := oneLine(err); msg != warned {
+			warned = msg
+			g.logger.Warn("gossip join failed, retrying", "addrs", addrs, "err", msg, "fix", joinFix(msg))
+		}
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("gossip: join %v: %w (last error: %w)", addrs, ctx.Err(), err)
@@ -114,6 +125,27 @@ func (g *Gossip) Join(ctx context.Context, addrs []string) (int, error) {
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// oneLine flattens memberlist's multi-line error list ("1 error occurred:\n\t* ...").
+func oneLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(fmt.Sprint(err)), "\n")
+	if len(lines) > 1 && strings.HasSuffix(lines[0], "occurred:") {
+		lines = lines[1:]
+	}
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "* ")
+	}
+	return strings.Join(lines, "; ")
+}
+
+// joinFix is what an operator can do about a failed join.
+func joinFix(msg string) string {
+	if strings.Contains(msg, "decrypt") {
+		return "this agent's gossip key (--encrypt) is not in the cluster's keyring: start it with the current key " +
+			"(a worker with --servers also fetches the keyring from the API)"
+	}
+	return "check that the --join addresses are gossip addresses of running members and that every member uses the same --encrypt setting"
 }
 
 // Members returns every known member, the local one included, sorted by name.

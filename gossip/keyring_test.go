@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/internal/logrec"
 	"github.com/amserver/amserver/internal/poll"
 )
 
@@ -177,5 +180,31 @@ func TestSetKeyringValidates(t *testing.T) {
 	m, _ := g.Member("a")
 	if want := []string{KeyFingerprint(testKey(1))}; !slices.Equal(m.Meta.Keyring, want) {
 		t.Errorf("own metadata keyring %v, want %v", m.Meta.Keyring, want)
+	}
+}
+
+// A member whose key the cluster does not hold retries its join for good;
+// it must say so where an operator reads, with the reason and what to do,
+// and only once for the same reason (it was logged at debug level only).
+func TestJoinWithWrongKeyWarnsOnce(t *testing.T) {
+	a := startMember(t, calmConfig("a", testKey(1)))
+	rec := &logrec.Recorder{}
+	cfg := calmConfig("wrong", testKey(2))
+	cfg.Logger = slog.New(rec)
+	wrong := startMember(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if n, err := wrong.Join(ctx, []string{a.LocalAddr()}); err == nil {
+		t.Fatalf("a member with another key joined (%d)", n)
+	}
+	warns := rec.At(slog.LevelWarn)
+	var joins []string
+	for _, w := range warns {
+		if strings.HasPrefix(w, "gossip join failed") {
+			joins = append(joins, w)
+		}
+	}
+	if len(joins) != 1 || !strings.Contains(joins[0], "decrypt") || !strings.Contains(joins[0], "--encrypt") {
+		t.Fatalf("join warnings %q, want one naming the decryption failure and --encrypt", joins)
 	}
 }
