@@ -31,6 +31,12 @@ func (w *Worker) listenLogs() (string, error) {
 	if w.tls != nil && w.tls.Certificate() != nil {
 		ln = tls.NewListener(ln, w.tls.HTTPServer())
 		scheme = "https://"
+		// The documented client certificate is enough for the API, not for
+		// serving: say so now, not at each refused log request.
+		if err := w.tls.CheckServes(); err != nil {
+			w.logger.Warn("servers will refuse this worker's log endpoint (amserver logs: 502 workerUnreachable): its certificate is not a server certificate of the CA",
+				"err", err, "fix", "give the worker a server certificate (amserver tls cert create --server)")
+		}
 	}
 	w.httpLn = ln
 	adv := w.cfg.HTTPAdvertise

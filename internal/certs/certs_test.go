@@ -242,3 +242,36 @@ func TestLoadRequiresPieces(t *testing.T) {
 		t.Error("empty files enabled")
 	}
 }
+
+// CheckServes tells a server certificate of the CA from a client one and
+// from one of another CA (a worker warns at start when its log endpoint
+// would be refused).
+func TestCheckServes(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	a, b := testCA(t, dir), testCA(t, other)
+	caFile := filepath.Join(dir, CAFile)
+	issued := loadIssued(t, other, b, filepath.Join(other, CAFile), Request{Server: true})
+	foreign, err := LoadServer(Files{CertFile: issued.files.CertFile, KeyFile: issued.files.KeyFile, CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caOnly, err := Load(Files{CAFile: caFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		tc   *TLS
+		ok   bool
+	}{
+		{"server", loadIssued(t, dir, a, caFile, Request{Server: true}), true},
+		{"client", loadIssued(t, dir, a, caFile, Request{}), false},
+		{"another CA's server", foreign, false},
+		{"CA only", caOnly, false},
+	}
+	for _, tc := range cases {
+		if err := tc.tc.CheckServes(); (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}

@@ -119,6 +119,25 @@ func (t *TLS) ServerName() string { return t.serverName }
 // Certificate is the certificate in use (nil without one).
 func (t *TLS) Certificate() *tls.Certificate { return t.cur.Load().cert }
 
+// CheckServes is nil when the certificate in use is one the cluster accepts
+// from a server (the CA's, the server name, server use), as servers check a
+// worker's log endpoint; else why not.
+func (t *TLS) CheckServes() error {
+	c := t.cur.Load().cert
+	if c == nil {
+		return fmt.Errorf("certs: %w: no certificate", ErrNotServer)
+	}
+	chain := make([]*x509.Certificate, 0, len(c.Certificate))
+	for _, der := range c.Certificate {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil {
+			return fmt.Errorf("certs: parse certificate: %w", err)
+		}
+		chain = append(chain, cert)
+	}
+	return t.verifyServerPeer(tls.ConnectionState{PeerCertificates: chain})
+}
+
 func (t *TLS) certs() []tls.Certificate {
 	if c := t.cur.Load().cert; c != nil {
 		return []tls.Certificate{*c}
