@@ -101,8 +101,12 @@ func refusalFix(code, node string) string {
 			"restart the worker with at least the reserved inventory (amserver node status " + node + "), or move the work off " +
 			"(amserver node drain " + node + ", and uncordon it once registered; or amserver node deregister --force " + node + "): " +
 			"the worker retries and registers once its inventory fits"
-	case api.CodeUnauthorized, api.CodeForbidden:
-		return "the worker's token may not register nodes: give it one that may"
+	case api.CodeUnauthorized:
+		return "the worker sends no token, or one the servers do not know: start it with a worker token for node " + node +
+			" in AMSERVER_TOKEN (amserver acl token create --kind worker --node-id " + node + ")"
+	case api.CodeForbidden:
+		return "the worker's token may not register node " + node + ": give it a worker token bound to " + node +
+			" (amserver acl token create --kind worker --node-id " + node + ")"
 	}
 	return "correct the worker's flags and restart it"
 }

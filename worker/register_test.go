@@ -158,3 +158,22 @@ func TestRunSaysRegistrationIsRefused(t *testing.T) {
 		return poll.Check(refusedTag() == "", "tag %q", refusedTag())
 	})
 }
+
+// A refused registration's fix fits the refusal: with no token (or an
+// unknown one) the worker said "the worker's token may not register nodes",
+// which sent an operator looking at a token's rights that was never sent.
+func TestRefusalFixNamesTheTokenProblem(t *testing.T) {
+	cases := []struct {
+		code string
+		want string
+	}{
+		{api.CodeUnauthorized, "sends no token, or one the servers do not know"},
+		{api.CodeForbidden, "may not register node w7"},
+	}
+	for _, tc := range cases {
+		fix := refusalFix(tc.code, "w7")
+		if !strings.Contains(fix, tc.want) || !strings.Contains(fix, "--node-id w7") {
+			t.Errorf("%s: %q, want it to say %q and name the node", tc.code, fix, tc.want)
+		}
+	}
+}
