@@ -4,10 +4,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/internal/certs"
 )
 
@@ -71,12 +75,26 @@ func (a *app) flagOrEnv(cmd *cobra.Command, flag, value, env string) string {
 	return value
 }
 
-// describeTLS explains a refused certificate; "" when err is not one.
+// describeTLS explains a refused certificate, ours or the server's; ""
+// when err is not one.
 func (a *app) describeTLS(err error) string {
-	var cv *tls.CertificateVerificationError
-	if !errors.As(err, &cv) {
-		return ""
+	var (
+		cv *tls.CertificateVerificationError
+		op *net.OpError
+		e  *api.Error
+	)
+	switch {
+	case errors.As(err, &cv):
+		return fmt.Sprintf("the certificate of the server at %s cannot be verified (%v); pass the cluster's CA with --ca-cert or %s",
+			a.serverAddr, cv.Err, envCACert)
+	case errors.As(err, &op) && op.Op == "remote error": // crypto/tls: an alert the server sent
+		// The server's alert is all a client learns ("tls: certificate
+		// required"): say which of our settings it is about.
+		return fmt.Sprintf("the server at %s refused this client's certificate or its absence (%v); it requires a client "+
+			"certificate of the cluster's CA: pass --client-cert and --client-key or %s and %s", a.serverAddr, op.Err, envClientCert, envClientKey)
+	case errors.As(err, &e) && e.Status == http.StatusBadRequest && strings.Contains(e.Message, "HTTP request to an HTTPS server"):
+		return fmt.Sprintf("the server at %s speaks HTTPS: use an https:// address (--address or %s), with the cluster's CA (--ca-cert or %s)",
+			a.serverAddr, envAddr, envCACert)
 	}
-	return fmt.Sprintf("the certificate of the server at %s cannot be verified (%v); pass the cluster's CA with --ca-cert or %s",
-		a.serverAddr, cv.Err, envCACert)
+	return ""
 }

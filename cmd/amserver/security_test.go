@@ -138,8 +138,17 @@ func TestClientTLS(t *testing.T) {
 	if r := runEnv(t, map[string]string{envAddr: srv.URL}, "", "members"); r.code != exitFailure || !strings.Contains(r.stderr, "cannot be verified") {
 		t.Errorf("without the CA: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r := runEnv(t, map[string]string{envAddr: srv.URL, envCACert: ca}, "", "members"); r.code == exitOK {
-		t.Error("served without a client certificate")
+	// Each refusal says which setting to fix: the server's alert alone
+	// ("tls: certificate required") and Go's "HTTP request to an HTTPS
+	// server" answer named none.
+	if r := runEnv(t, map[string]string{envAddr: srv.URL, envCACert: ca}, "", "members"); r.code != exitFailure ||
+		!strings.Contains(r.stderr, "requires a client certificate") || !strings.Contains(r.stderr, "--client-cert") {
+		t.Errorf("without a client certificate: exit %d, stderr %q", r.code, r.stderr)
+	}
+	plain := "http://" + strings.TrimPrefix(srv.URL, "https://")
+	if r := runEnv(t, map[string]string{envAddr: plain, envCACert: ca}, "", "members"); r.code == exitOK ||
+		!strings.Contains(r.stderr, "speaks HTTPS: use an https:// address") {
+		t.Errorf("plain HTTP to an HTTPS server: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if r := runEnv(t, map[string]string{envAddr: srv.URL, envCACert: ca, envClientCert: cert}, "", "members"); r.code != exitUsage {
 		t.Errorf("a certificate without its key: exit %d", r.code)
