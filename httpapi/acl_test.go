@@ -204,3 +204,27 @@ func TestACLUIIsPublic(t *testing.T) {
 		t.Fatalf("GET /v1/nodes without a token: %d, want 401", resp.StatusCode)
 	}
 }
+
+// Deleting the only management token locked every operator out until the
+// next leader (on a real cluster `acl token delete` of the bootstrap token
+// was accepted, and every later command was 401): it is refused, and a
+// management token with a peer can go.
+func TestACLLastManagementTokenStays(t *testing.T) {
+	e, secrets := aclEnv(t)
+	mgmt := []string{api.HeaderToken, secrets[fsm.ACLManagement]}
+	before := stateHash(t, e.b.State())
+	resp, raw := e.do("DELETE", "/v1/acl/tokens/acc-management", nil, mgmt...)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(raw), "last management token") {
+		t.Fatalf("delete the last management token: %d %s, want 409", resp.StatusCode, raw)
+	}
+	if stateHash(t, e.b.State()) != before {
+		t.Fatal("a refused delete changed the state")
+	}
+	resp, raw = e.do("POST", "/v1/acl/tokens", []byte(`{"kind":"management"}`), mgmt...)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, raw)
+	}
+	if resp, raw := e.do("DELETE", "/v1/acl/tokens/acc-management", nil, mgmt...); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete a management token with a peer: %d %s", resp.StatusCode, raw)
+	}
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -90,12 +91,33 @@ func aclTokenFromAPI(in api.ACLTokenRequest, now int64) (fsm.ACLToken, string, e
 }
 
 func (s *Server) deleteACLToken(c echo.Context) error {
+	if err := lastManagementToken(s.b.State(), param(c, "accessor")); err != nil {
+		return err
+	}
 	res, err := s.apply(c.Request().Context(), fsm.DeleteACLTokenType, fsm.DeleteACLTokenRequest{AccessorID: param(c, "accessor")})
 	if err != nil {
 		return err
 	}
 	setIndex(c, res.Index)
 	return c.NoContent(http.StatusNoContent)
+}
+
+// lastManagementToken refuses deleting the only management token (an
+// admission check, on the leader): nobody could manage tokens, snapshots
+// or peers any more, and the configured token comes back only when the
+// next leader takes office.
+func lastManagementToken(st *fsm.State, accessor string) error {
+	tok := st.ACLToken(accessor)
+	if tok == nil || tok.Kind != fsm.ACLManagement {
+		return nil
+	}
+	for _, other := range st.ACLTokens() {
+		if other.Kind == fsm.ACLManagement && other.AccessorID != accessor {
+			return nil
+		}
+	}
+	return &httpError{status: http.StatusConflict, code: api.CodeConflict,
+		message: fmt.Sprintf("acl token %s is the last management token: create another management token first", accessor)}
 }
 
 // newSecret is 32 random bytes, URL-safe base64 (43 characters).
