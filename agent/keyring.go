@@ -32,6 +32,7 @@ func (s *Server) watchKeyring(ctx context.Context) {
 				retry = true
 			} else {
 				applied = kr
+				s.rememberKeyring(kr.Keys, kr.Primary)
 			}
 		case kr == nil && len(s.cfg.Gossip.SecretKey) > 0:
 			retry = !s.seedKeyring(ctx)

@@ -169,7 +169,7 @@ func (s *Server) setupGossip() error {
 	if gc.Logger == nil {
 		gc.Logger = s.cfg.Logger
 	}
-	g, err := gossip.New(gc)
+	g, err := newGossip(gc, s.rememberedKeyring())
 	if err != nil {
 		return fmt.Errorf("start gossip: %w", err)
 	}

@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/amserver/amserver/gossip"
+)
+
+// gossipKeyringFile, in a server's data directory, holds the replicated
+// gossip keyring this server last applied. A server restarted after a
+// rotation with its old --encrypt key could not decrypt anyone's gossip,
+// and its Raft state does not help before a leader reaches it, which a
+// server that left gossip on SIGTERM (and so the Raft configuration) waits
+// for in vain. The keys already sit in plain form in the Raft log beside it.
+const gossipKeyringFile = "gossip-keyring.json"
+
+// savedKeyring is the file's content: every key, and the primary one.
+type savedKeyring struct {
+	Keys    [][]byte `json:"keys"`
+	Primary []byte   `json:"primary"`
+}
+
+// loadGossipKeyring reads the remembered keyring; nil when there is none.
+func loadGossipKeyring(dir string) (*savedKeyring, error) {
+	b, err := os.ReadFile(filepath.Join(dir, gossipKeyringFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read gossip keyring: %w", err)
+	}
+	var kr savedKeyring
+	if err := json.Unmarshal(b, &kr); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", gossipKeyringFile, err)
+	}
+	if len(kr.Keys) == 0 || len(kr.Primary) == 0 {
+		return nil, fmt.Errorf("%s holds no key", gossipKeyringFile)
+	}
+	return &kr, nil
+}
+
+// saveGossipKeyring writes kr atomically, readable by the owner only.
+func saveGossipKeyring(dir string, kr savedKeyring) error {
+	b, err := json.Marshal(kr)
+	if err != nil {
+		return fmt.Errorf("encode gossip keyring: %w", err)
+	}
+	tmp := filepath.Join(dir, gossipKeyringFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write gossip keyring: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, gossipKeyringFile)); err != nil {
+		return fmt.Errorf("write gossip keyring: %w", err)
+	}
+	return nil
+}
+
+// newGossip starts gossip with the remembered keyring in place of the
+// configured key (kr nil: as configured). The replicated keyring replaces
+// it again once this server's state catches up (watchKeyring).
+func newGossip(gc gossip.Config, kr *savedKeyring) (*gossip.Gossip, error) {
+	if kr == nil || len(gc.SecretKey) == 0 {
+		return gossip.New(gc)
+	}
+	gc.SecretKey = kr.Primary
+	g, err := gossip.New(gc)
+	if err != nil {
+		return nil, err
+	}
+	// Nobody has joined yet, so publishing the new fingerprints is quick.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.SetKeyring(ctx, kr.Keys, kr.Primary); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		_ = g.Shutdown()
+		return nil, fmt.Errorf("apply the remembered gossip keyring: %w", err)
+	}
+	return g, nil
+}
+
+// rememberedKeyring is the keyring to start gossip with, from the data
+// directory; nil (with a warning when unreadable) to start from --encrypt.
+func (s *Server) rememberedKeyring() *savedKeyring {
+	if s.cfg.DataDir == "" || len(s.cfg.Gossip.SecretKey) == 0 {
+		return nil
+	}
+	kr, err := loadGossipKeyring(s.cfg.DataDir)
+	if err != nil {
+		s.logger.Warn("starting gossip with --encrypt: the keyring last applied here cannot be read", "err", err)
+		return nil
+	}
+	if kr != nil {
+		s.logger.Info("gossip starts with the keyring last applied here, not --encrypt (the replicated keyring wins)", "keys", len(kr.Keys))
+	}
+	return kr
+}
+
+// rememberKeyring saves the keyring just applied, for the next start.
+func (s *Server) rememberKeyring(keys [][]byte, primary []byte) {
+	if s.cfg.DataDir == "" {
+		return
+	}
+	if err := saveGossipKeyring(s.cfg.DataDir, savedKeyring{Keys: keys, Primary: primary}); err != nil {
+		s.logger.Warn("remembering the gossip keyring failed: a restart with an outdated --encrypt may not rejoin gossip", "err", err)
+	}
+}
