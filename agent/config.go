@@ -191,6 +191,12 @@ func (c *Config) loadTLS() (*certs.TLS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	// Every peer would refuse it on Raft (and forwarding): refuse it here,
+	// in one sentence, rather than run a server that never joins.
+	if err := tc.CheckServes(); err != nil {
+		return nil, fmt.Errorf("agent: --tls-cert %s is not a server certificate of the CA (make one with amserver tls cert create --server): %w",
+			c.TLS.CertFile, err)
+	}
 	return tc, nil
 }
 

@@ -163,59 +163,30 @@ func mustPool(t *testing.T, caFile string) *x509.CertPool {
 }
 
 // TestRaftRefusesServersWithoutAValidCertificate: a server whose
-// certificate comes from another CA, and one that presents a client
-// certificate of the right CA, join gossip but never Raft. The leader's
-// probe and their own Raft RPCs fail the handshake, and the configuration
-// keeps its three servers while the reconciler keeps seeing them.
+// certificate comes from another CA joins gossip but never Raft, and a Raft
+// transport presenting a client certificate of the right CA (our agent
+// refuses to start with one, another program need not) gets nowhere
+// either. The leader's probe and their own Raft RPCs fail the handshake,
+// and the configuration keeps its three servers while the reconciler keeps
+// seeing the intruder.
 func TestRaftRefusesServersWithoutAValidCertificate(t *testing.T) {
 	pki, other := newTestPKI(t), newTestPKI(t)
 	c := tlsCluster(t, 3, func() certs.Files { return pki.files(true, false) })
 	servers, leader := c.Servers(), c.Leader()
-	bad := map[string]certs.Files{
-		"s4": other.files(true, false), // a server certificate of another CA
-		"s5": pki.files(false, false),  // a client certificate of the cluster's CA
-	}
-	var intruders []*agent.Server
-	for _, id := range []string{"s4", "s5"} {
-		intruders = append(intruders, c.AddServer(func(cfg *agent.Config) {
-			cfg.NodeID, cfg.Join, cfg.TLS = id, []string{leader.Gossip().LocalAddr()}, bad[id]
-		}))
-	}
-	poll.Eventually(t, 15*time.Second, "the intruders alive in the leader's gossip view", func() error {
-		for _, s := range intruders {
-			if m, ok := leader.Gossip().Member(s.NodeID()); !ok || m.Status != gossip.StatusAlive {
-				return fmt.Errorf("the leader sees %s as %q (known %v)", s.NodeID(), m.Status, ok)
-			}
+	intruder := c.AddServer(func(cfg *agent.Config) {
+		cfg.NodeID, cfg.Join, cfg.TLS = "s4", []string{leader.Gossip().LocalAddr()}, other.files(true, false)
+	})
+	poll.Eventually(t, 15*time.Second, "the intruder alive in the leader's gossip view", func() error {
+		if m, ok := leader.Gossip().Member(intruder.NodeID()); !ok || m.Status != gossip.StatusAlive {
+			return fmt.Errorf("the leader sees %s as %q (known %v)", intruder.NodeID(), m.Status, ok)
 		}
 		return nil
 	})
-	for _, s := range intruders {
-		addr := s.Store().LocalAddr()
-		err := leader.Store().ProbePeer(addr)
-		var ve *tls.CertificateVerificationError
-		if !errors.As(err, &ve) && !errors.Is(err, certs.ErrNotServer) {
-			t.Errorf("leader's probe of %s: %v, want a certificate verification error", s.NodeID(), err)
-		}
-		// The intruder's own certificate on a transport of its own: its
-		// vote request must not reach the leader's Raft.
-		tc, err := certs.LoadServer(bad[s.NodeID()])
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := raftstore.NewTransport(raftstore.Config{NodeID: s.NodeID(), RaftAddr: "127.0.0.1:0", TLS: tc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var resp raft.RequestVoteResponse
-		req := raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(s.NodeID()), Addr: []byte(addr)}, Term: 1 << 40}
-		err = tr.RequestVote(raft.ServerID(leader.NodeID()), raft.ServerAddress(leader.Store().LocalAddr()), &req, &resp)
-		_ = tr.(interface{ Close() error }).Close()
-		if err == nil {
-			t.Errorf("%s's RequestVote reached the leader over Raft", s.NodeID())
-		}
-	}
+	refusedOnRaft(t, leader, "s4", other.files(true, false), intruder.Store().LocalAddr())
+	client := rawTransport(t, "s5", pki.files(false, false))
+	refusedOnRaft(t, leader, "s5", pki.files(false, false), string(client.LocalAddr()))
 	// The reconciler runs every second: over several of its passes, which
-	// leave nothing to wait for, the intruders must never be added. The
+	// leave nothing to wait for, the intruder must never be added. The
 	// sleep lets that time pass on purpose.
 	deadline := time.Now().Add(4 * time.Second)
 	for time.Now().Before(deadline) {
@@ -226,8 +197,41 @@ func TestRaftRefusesServersWithoutAValidCertificate(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if l := c.Leader(intruders...); l.Raft().CurrentTerm() >= 1<<40 {
+	if l := c.Leader(intruder); l.Raft().CurrentTerm() >= 1<<40 {
 		t.Error("the intruder's vote request changed the cluster's term")
+	}
+}
+
+// rawTransport is a Raft transport with files' certificate, closed with the test.
+func rawTransport(t *testing.T, id string, files certs.Files) raft.Transport {
+	t.Helper()
+	tc, err := certs.LoadServer(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := raftstore.NewTransport(raftstore.Config{NodeID: id, RaftAddr: "127.0.0.1:0", TLS: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.(interface{ Close() error }).Close() })
+	return tr
+}
+
+// refusedOnRaft checks that the leader's probe of addr fails the
+// certificate check, and that a vote request with files' certificate does
+// not reach the leader's Raft.
+func refusedOnRaft(t *testing.T, leader *agent.Server, id string, files certs.Files, addr string) {
+	t.Helper()
+	err := leader.Store().ProbePeer(addr)
+	var ve *tls.CertificateVerificationError
+	if !errors.As(err, &ve) && !errors.Is(err, certs.ErrNotServer) {
+		t.Errorf("leader's probe of %s: %v, want a certificate verification error", id, err)
+	}
+	tr := rawTransport(t, id, files)
+	var resp raft.RequestVoteResponse
+	req := raft.RequestVoteRequest{RPCHeader: raft.RPCHeader{ID: []byte(id), Addr: []byte(addr)}, Term: 1 << 40}
+	if err := tr.RequestVote(raft.ServerID(leader.NodeID()), raft.ServerAddress(leader.Store().LocalAddr()), &req, &resp); err == nil {
+		t.Errorf("%s's RequestVote reached the leader over Raft", id)
 	}
 }
 
