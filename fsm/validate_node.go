@@ -35,6 +35,16 @@ const (
 
 const namePattern = "[a-z0-9][a-z0-9._-]{0,62}"
 
+// ValidNodeID is nil when id can name a node. The API checks a worker
+// token's node with it: a token bound to a name no node can have is
+// useless. Apply does not (tokens replayed from old logs stay as they were).
+func ValidNodeID(id string) error {
+	if !validName(id) {
+		return invalidf("node id %q must match %s", id, namePattern)
+	}
+	return nil
+}
+
 // validName reports whether s matches ^[a-z0-9][a-z0-9._-]{0,62}$; written
 // out by hand because it runs for every id on every replica.
 func validName(s string) bool {

@@ -157,12 +157,14 @@ func TestACLCreateRejectsBadInput(t *testing.T) {
 	e, secrets := aclEnv(t)
 	mgmt := []string{api.HeaderToken, secrets[fsm.ACLManagement]}
 	cases := map[string]string{
-		"unknown kind":          `{"kind":"root"}`,
-		"worker without node":   `{"kind":"worker"}`,
-		"node on a read token":  `{"kind":"read","nodeId":"n1"}`,
-		"short secret":          `{"kind":"read","secretId":"short"}`,
-		"unknown field":         `{"kind":"read","admin":true}`,
-		"secret already in use": `{"kind":"read","secretId":"` + secrets[fsm.ACLWrite] + `"}`,
+		"unknown kind":         `{"kind":"root"}`,
+		"worker without node":  `{"kind":"worker"}`,
+		"node on a read token": `{"kind":"read","nodeId":"n1"}`,
+		// A node id no node can have: the token was created, bound to nothing.
+		"worker of an impossible node": `{"kind":"worker","nodeId":"bad id with spaces"}`,
+		"short secret":                 `{"kind":"read","secretId":"short"}`,
+		"unknown field":                `{"kind":"read","admin":true}`,
+		"secret already in use":        `{"kind":"read","secretId":"` + secrets[fsm.ACLWrite] + `"}`,
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -87,6 +86,11 @@ func aclTokenFromAPI(in api.ACLTokenRequest, now int64) (fsm.ACLToken, string, e
 	if err := fsm.ValidateACLToken(&tok); err != nil {
 		return fsm.ACLToken{}, "", err
 	}
+	if tok.Kind == fsm.ACLWorker {
+		if err := fsm.ValidNodeID(tok.NodeID); err != nil {
+			return fsm.ACLToken{}, "", err
+		}
+	}
 	return tok, secret, nil
 }
 
@@ -117,7 +121,7 @@ func lastManagementToken(st *fsm.State, accessor string) error {
 		}
 	}
 	return &httpError{status: http.StatusConflict, code: api.CodeConflict,
-		message: fmt.Sprintf("acl token %s is the last management token: create another management token first", accessor)}
+		message: "it is the last management token: create another management token first"}
 }
 
 // newSecret is 32 random bytes, URL-safe base64 (43 characters).
