@@ -8,6 +8,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
 )
 
 // envACLManagement carries the bootstrap management secret, so it need not
@@ -32,6 +33,10 @@ func (f *aclFlags) register(fl *pflag.FlagSet) {
 func (f *aclFlags) config() (agent.ACLConfig, error) {
 	cfg := agent.ACLConfig{Enabled: f.enabled}
 	mgmt := f.management // AMSERVER_ACL_MANAGEMENT_TOKEN sets it too (applyEnv)
+	if mgmt != "" && len(mgmt) < minConfigSecret {
+		return agent.ACLConfig{}, fmt.Errorf("--acl-management-token (or %s): the secret must be at least %d bytes",
+			envACLManagement, minConfigSecret)
+	}
 	if mgmt != "" {
 		cfg.Tokens = append(cfg.Tokens, agent.ConfigToken{Secret: mgmt, Kind: api.ACLManagement, Description: "bootstrap management token"})
 	}
@@ -48,6 +53,10 @@ func (f *aclFlags) config() (agent.ACLConfig, error) {
 	return cfg, nil
 }
 
+// minConfigSecret is the servers' minimum for a secret from configuration,
+// checked here too so that the flag at fault is named.
+const minConfigSecret = 16
+
 // parseConfigToken reads KIND:SECRET or worker:NODE-ID:SECRET; the secret
 // is last so that it may itself contain colons.
 func parseConfigToken(spec string) (agent.ConfigToken, error) {
@@ -61,7 +70,13 @@ func parseConfigToken(spec string) (agent.ConfigToken, error) {
 		if !ok || node == "" || secret == "" {
 			return agent.ConfigToken{}, fmt.Errorf("%q: a worker token is worker:NODE-ID:SECRET", redact(spec))
 		}
+		if err := fsm.ValidNodeID(node); err != nil {
+			return agent.ConfigToken{}, fmt.Errorf("%q: %w", redact(spec), err)
+		}
 		tok.NodeID, tok.Secret = node, secret
+	}
+	if len(tok.Secret) < minConfigSecret {
+		return agent.ConfigToken{}, fmt.Errorf("%q: the secret must be at least %d bytes", redact(spec), minConfigSecret)
 	}
 	return tok, nil
 }

@@ -47,8 +47,11 @@ func TestParseConfigToken(t *testing.T) {
 		spec, kind, node, secret string
 		ok                       bool
 	}{
-		{"management:abc:def", "management", "", "abc:def", true},
-		{"worker:w-1:secret", "worker", "w-1", "secret", true},
+		{"management:abc:def-0123456789abcdef", "management", "", "abc:def-0123456789abcdef", true},
+		{"worker:w-1:secret-0123456789abcdef", "worker", "w-1", "secret-0123456789abcdef", true},
+		// The servers refused these at start as "acl token 2: ...", naming no flag.
+		{"read:short", "", "", "", false},
+		{"worker:Bad Node:secret-0123456789abcdef", "", "", "", false},
 		{"worker:secret", "", "", "", false},
 		{"read", "", "", "", false},
 		{"worker::secret", "", "", "", false},
@@ -137,5 +140,14 @@ func TestKeyringChangeJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Result != op || out.ID == "" {
 			t.Fatalf("%s: %q (%v)", op, r.stdout, err)
 		}
+	}
+}
+
+// A short bootstrap management secret is refused naming its flag (the
+// servers said "acl token 1: the secret must be at least 16 bytes").
+func TestShortManagementSecretNamesTheFlag(t *testing.T) {
+	f := aclFlags{enabled: true, management: "short"}
+	if _, err := f.config(); err == nil || !strings.Contains(err.Error(), "--acl-management-token") {
+		t.Fatalf("short management secret: %v, want an error naming --acl-management-token", err)
 	}
 }
