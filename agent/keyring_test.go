@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -221,6 +223,11 @@ func TestReplicatedKeyringWinsOverEncryptFlag(t *testing.T) {
 	again := tc.Restart(s, func(cfg *agent.Config) {
 		cfg.Bootstrap, cfg.BootstrapExpect, cfg.Join = false, 0, nil
 		cfg.Gossip = calmGossip(k1) // the outdated key
+		// Without the keyring it last applied, which would hand it k2 at
+		// once: this test is about the replicated one.
+		if err := os.Remove(filepath.Join(cfg.DataDir, "gossip-keyring.json")); err != nil {
+			t.Fatal(err)
+		}
 	})
 	poll.Eventually(t, 15*time.Second, "the restarted server to apply the replicated keyring", func() error {
 		got := again.Gossip().Keyring()
