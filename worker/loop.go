@@ -40,8 +40,14 @@ func (w *Worker) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if api.IsCode(err, api.CodeNotFound) {
+			switch {
+			case api.IsCode(err, api.CodeNotFound):
 				registered = false // deregistered, or a restore dropped the node: register again
+			case api.IsCode(err, api.CodeUnauthorized), api.IsCode(err, api.CodeForbidden):
+				// The token was revoked while the node ran: registering again
+				// is refused too, which says so at Error level and tells the
+				// leader to keep work off the node.
+				registered = false
 			}
 			if !logged {
 				w.logger.Debug("worker loop retrying", "err", err)

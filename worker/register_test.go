@@ -177,3 +177,48 @@ func TestRefusalFixNamesTheTokenProblem(t *testing.T) {
 		}
 	}
 }
+
+// A worker whose token is revoked while it runs got 401 on every poll and
+// said so only at Debug level, its node ready and eligible for good (on a
+// real cluster, after 'acl token delete' of w2's token). It now registers
+// again, which is refused: an Error with the fix, and the refusal tag.
+func TestRunSaysItsTokenWasRevoked(t *testing.T) {
+	var revoked atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "application/json")
+		switch {
+		case revoked.Load():
+			rw.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(rw, `{"error":{"code":"unauthorized","message":"ACL token not found"}}`)
+		case r.Method == http.MethodPut:
+			fmt.Fprint(rw, `{"id":"w3"}`)
+		default: // the first poll: nothing assigned, then the token goes
+			revoked.Store(true)
+			rw.Header().Set(api.HeaderIndex, "5")
+			fmt.Fprint(rw, `[]`)
+		}
+	}))
+	defer srv.Close()
+	h := &logrec.Recorder{}
+	gc := gossip.DefaultConfig()
+	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
+	w, err := New(Config{NodeID: "w3", Inventory: api.NodeSpec{Pool: "default", TotalCapacity: 1},
+		Servers: []string{srv.URL}, Gossip: gc, Logger: slog.New(h), Driver: NewNoneDriver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.gossip.Shutdown() }()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	poll.Eventually(t, 15*time.Second, "an Error saying the token is refused", func() error {
+		errs := h.At(slog.LevelError)
+		return poll.Check(len(errs) == 1 && strings.Contains(errs[0], "sends no token, or one the servers do not know"),
+			"errors logged: %q", errs)
+	})
+	poll.Eventually(t, 10*time.Second, "the refusal tag in gossip", func() error {
+		m, _ := w.gossip.Member("w3")
+		return poll.Check(m.Meta.Tags[gossip.TagRegistration] == gossip.RegistrationRefused, "tags %v", m.Meta.Tags)
+	})
+}
