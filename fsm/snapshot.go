@@ -133,7 +133,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.db = db
 	f.applied.Store(hdr.Index)
 	f.appliedTerm.Store(hdr.Term)
-	f.visible.Store(hdr.Index)
+	// Entries after a restore may carry lower indexes than the file's (an
+	// operator's restore of another cluster's snapshot): visible 0 makes
+	// reads flush until the next batch publishes, whatever its index.
+	f.visible.Store(0)
 	f.batchEnd.Store(hdr.Index)
 	f.mu.Unlock()
 	f.tables.fireAll()
