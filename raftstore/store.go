@@ -334,10 +334,14 @@ func (s *Store) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("read snapshot: %w", err)
 	}
-	if _, _, err := fsm.ReadSnapshot(bytes.NewReader(data)); err != nil {
+	_, hdr, err := fsm.ReadSnapshot(bytes.NewReader(data))
+	if err != nil {
 		return fmt.Errorf("%w: %w", fsm.ErrInvalid, err)
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: int64(len(data))}
+	// Raft places the restore past both its log and meta.Index: with the
+	// file's index, the entries after it index past the restored state's
+	// (a blocking query or an event stream resuming there sees them).
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: hdr.Index, Size: int64(len(data))}
 	if err := s.raft.Restore(meta, bytes.NewReader(data), timeoutOf(ctx)); err != nil {
 		return fmt.Errorf("%w: restore: %w", ErrOutcomeUnknown, err)
 	}
