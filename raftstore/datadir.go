@@ -60,6 +60,9 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil // a new server
 	}
+	if err := checkNotInUse(dataDir, filepath.Join(dir, "raft.db")); err != nil {
+		return err
+	}
 	var probs []Problem
 	snaps, snapProbs := checkSnapshots(filepath.Join(dir, "snapshots"))
 	probs = append(probs, snapProbs...)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.etcd.io/bbolt"
 
 	"github.com/amserver/amserver/fsm"
 )
@@ -205,5 +206,27 @@ func TestSoundDataDirIsPrivate(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDataDirInUseIsNotDamage: a second server on a running server's data
+// directory is refused as such, without the advice to wipe it (that would
+// destroy the running server's Raft state), and the check says the same.
+func TestDataDirInUseIsNotDamage(t *testing.T) {
+	dir := populatedDataDir(t)
+	db, err := bbolt.Open(filepath.Join(dir, "raft", "raft.db"), 0o600, nil) // as a running server holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	_, tr := raft.NewInmemTransport("s2")
+	_, openErr := Open(Config{NodeID: "s2", DataDir: dir, Transport: tr}, fsm.New(fsm.Config{}))
+	for name, err := range map[string]error{"open": openErr, "check": CheckDataDir(dir, false)} {
+		if !errors.Is(err, ErrInUse) || errors.Is(err, ErrDamaged) {
+			t.Fatalf("%s: %v, want a data directory in use", name, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "another process") || strings.Contains(msg, "wipe") {
+			t.Errorf("%s: error %q must say another process holds it, and not advise a wipe", name, msg)
+		}
 	}
 }
