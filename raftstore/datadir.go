@@ -86,7 +86,7 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 		}
 	}
 	if len(probs) == 0 {
-		return nil
+		return checkSnapshotFormats(dataDir, filepath.Join(dir, "snapshots"))
 	}
 	return &DamageError{DataDir: dataDir, Problems: probs}
 }
