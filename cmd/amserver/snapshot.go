@@ -81,6 +81,11 @@ func newSnapshotSaveCmd(a *app) *cobra.Command {
 		Short: "Save a snapshot of the whole cluster state to FILE (verified before it replaces FILE)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Before the download: the rename at the end would fail with
+			// "file exists" once the whole snapshot had been fetched.
+			if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+				return usagef("cannot write snapshot file %q: it is a directory; name a file in it", args[0])
+			}
 			c, ctx, cancel, err := a.connect(cmd)
 			if err != nil {
 				return err

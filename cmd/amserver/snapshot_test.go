@@ -125,6 +125,20 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	}
 }
 
+// TestSnapshotSaveToDirectory: a directory as FILE is refused before
+// anything is downloaded, saying so.
+func TestSnapshotSaveToDirectory(t *testing.T) {
+	dir := t.TempDir()
+	f := newFake(t)
+	f.on("GET /v1/operator/snapshot", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(writeSnapshot(t, filepath.Join(dir, "source.snap")))
+	})
+	r := runCLI(t, f.srv.URL, "", "operator", "snapshot", "save", dir)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "is a directory") || len(f.seen()) != 0 {
+		t.Fatalf("save into a directory: exit %d, %d requests: %s", r.code, len(f.seen()), r.stderr)
+	}
+}
+
 // TestSnapshotSaveTruncated: a truncated download fails (exit 1) and
 // leaves neither the target nor a temporary file behind.
 func TestSnapshotSaveTruncated(t *testing.T) {
