@@ -59,6 +59,18 @@ func TestDataDirCheck(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "no damage found") {
 		t.Fatalf("fresh: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	if !strings.Contains(r.stdout, "no Raft data") {
+		t.Errorf("fresh: stdout %q does not say the directory holds no Raft data", r.stdout)
+	}
+	r = runCLI(t, "", "", "--json", "operator", "data-dir", "check", "--data-dir", fresh)
+	if r.code != 0 || !strings.Contains(r.stdout, `"problems": []`) || !strings.Contains(r.stdout, `"empty": true`) {
+		t.Errorf("fresh --json: exit %d, stdout %q", r.code, r.stdout)
+	}
+	// A mistyped path is not a sound data directory.
+	r = runCLI(t, "", "", "operator", "data-dir", "check", "--data-dir", filepath.Join(fresh, "typo"))
+	if r.code != 2 || !strings.Contains(r.stderr, "not a directory") {
+		t.Errorf("missing directory: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	r = runCLI(t, "", "", "operator", "data-dir", "check")
 	if r.code != 2 {
 		t.Fatalf("without --data-dir: exit %d, want 2 (usage)", r.code)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -41,12 +43,17 @@ func newDataDirCheckCmd(a *app) *cobra.Command {
 			if dir == "" {
 				return usagef("--data-dir is required")
 			}
+			// A mistyped path must not pass as a sound directory.
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return usagef("--data-dir %s is not a directory: %v", dir, statProblem(err))
+			}
 			err := raftstore.CheckDataDir(dir, recoverVote)
 			var de *raftstore.DamageError
 			if err != nil && !errors.As(err, &de) {
 				return err
 			}
-			report := dataDirReport{DataDir: dir, OK: err == nil}
+			_, statErr := os.Stat(filepath.Join(dir, "raft"))
+			report := dataDirReport{DataDir: dir, OK: err == nil, Empty: errors.Is(statErr, os.ErrNotExist), Problems: []dataDirProblem{}}
 			if de != nil {
 				for _, p := range de.Problems {
 					report.Problems = append(report.Problems, dataDirProblem{File: p.File, Problem: p.What})
@@ -75,10 +82,22 @@ type dataDirProblem struct {
 type dataDirReport struct {
 	DataDir  string           `json:"dataDir"`
 	OK       bool             `json:"ok"`
+	Empty    bool             `json:"empty"` // no Raft data: a server started on it starts with no state
 	Problems []dataDirProblem `json:"problems"`
 }
 
+func statProblem(err error) string {
+	if err == nil {
+		return "it is a file"
+	}
+	return unwrapPathError(err).Error()
+}
+
 func printDataDir(w io.Writer, r dataDirReport) error {
+	if r.OK && r.Empty {
+		_, err := fmt.Fprintf(w, "%s: no damage found, and no Raft data: a server started on it starts with no state\n", clean(r.DataDir))
+		return err
+	}
 	if r.OK {
 		_, err := fmt.Fprintf(w, "%s: no damage found\n", clean(r.DataDir))
 		return err
