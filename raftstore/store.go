@@ -323,6 +323,12 @@ func (s *Store) SaveSnapshot(ctx context.Context, w io.Writer) error {
 	return fsm.PersistTo(snap, w)
 }
 
+// maxRestoreIndex bounds the index of a snapshot an operator restores:
+// Raft places the restore past it, and a file claiming an index near the
+// top of the range would wrap Raft's indexes around. No cluster writes 2^62
+// entries.
+const maxRestoreIndex = 1 << 62
+
 // RestoreSnapshot replaces the whole cluster state with a snapshot: the
 // leader restores it through Raft, so every server installs it.
 func (s *Store) RestoreSnapshot(ctx context.Context, r io.Reader) error {
@@ -337,6 +343,9 @@ func (s *Store) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	_, hdr, err := fsm.ReadSnapshot(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("%w: %w", fsm.ErrInvalid, err)
+	}
+	if hdr.Index > maxRestoreIndex {
+		return fmt.Errorf("%w: snapshot index %d is out of range (at most %d)", fsm.ErrInvalid, hdr.Index, uint64(maxRestoreIndex))
 	}
 	// Raft places the restore past both its log and meta.Index: with the
 	// file's index, the entries after it index past the restored state's
