@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/amserver/amserver/fsm"
@@ -47,3 +49,17 @@ func (b *backend) Plan(ctx context.Context, spec fsm.BundleSpec) (*fsm.Bundle, *
 }
 
 func (b *backend) RaftInfo(ctx context.Context) (raftstore.Info, error) { return b.Info(ctx) }
+
+// RestoreSnapshot restores, then writes the configured ACL tokens the
+// restored state lacks (a snapshot of a cluster without them): otherwise
+// they would be back only at the next leader, and until then the operator
+// who restored would be locked out.
+func (b *backend) RestoreSnapshot(ctx context.Context, r io.Reader) error {
+	if err := b.Store.RestoreSnapshot(ctx, r); err != nil {
+		return err
+	}
+	if err := b.srv.leader.Prepare(ctx); err != nil {
+		return fmt.Errorf("restored, but the configured ACL tokens were not written back: %w", err)
+	}
+	return nil
+}
