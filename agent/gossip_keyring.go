@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/amserver/amserver/gossip"
@@ -69,6 +71,7 @@ func newGossip(gc gossip.Config, kr *savedKeyring) (*gossip.Gossip, error) {
 	if kr == nil || len(gc.SecretKey) == 0 {
 		return gossip.New(gc)
 	}
+	keys := withKey(kr.Keys, gc.SecretKey)
 	gc.SecretKey = kr.Primary
 	g, err := gossip.New(gc)
 	if err != nil {
@@ -77,11 +80,22 @@ func newGossip(gc gossip.Config, kr *savedKeyring) (*gossip.Gossip, error) {
 	// Nobody has joined yet, so publishing the new fingerprints is quick.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := g.SetKeyring(ctx, kr.Keys, kr.Primary); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := g.SetKeyring(ctx, keys, kr.Primary); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		_ = g.Shutdown()
 		return nil, fmt.Errorf("apply the remembered gossip keyring: %w", err)
 	}
 	return g, nil
+}
+
+// withKey is keys with key added when absent: the configured --encrypt key
+// also decrypts, in case it is newer than the keyring remembered here (a
+// rotation made while this server was away). The replicated keyring
+// replaces both once this server's state catches up.
+func withKey(keys [][]byte, key []byte) [][]byte {
+	if slices.ContainsFunc(keys, func(k []byte) bool { return bytes.Equal(k, key) }) {
+		return keys
+	}
+	return append(slices.Clone(keys), key)
 }
 
 // rememberedKeyring is the keyring to start gossip with, from the data

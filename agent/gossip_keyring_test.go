@@ -67,3 +67,27 @@ func TestRestartAfterRotationJoinsWithRememberedKeyring(t *testing.T) {
 		t.Fatal("a keyring file without keys loaded without an error")
 	}
 }
+
+// TestWithKeyAddsTheConfiguredKey: the configured key joins the remembered
+// ones once, so a key newer than the remembered keyring still decrypts.
+func TestWithKeyAddsTheConfiguredKey(t *testing.T) {
+	old, cur := gossipKey(1), gossipKey(2)
+	for _, tc := range []struct {
+		name string
+		keys [][]byte
+		want int
+	}{
+		{"absent: added", [][]byte{old}, 2},
+		{"present: kept once", [][]byte{old, cur}, 2},
+	} {
+		got := withKey(tc.keys, cur)
+		if len(got) != tc.want || !bytes.Equal(got[1], cur) {
+			t.Fatalf("%s: %d keys %x, want %d with the configured key", tc.name, len(got), got, tc.want)
+		}
+	}
+	keys := [][]byte{old}
+	withKey(keys, cur)
+	if len(keys) != 1 {
+		t.Fatal("withKey changed its argument")
+	}
+}
