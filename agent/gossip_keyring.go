@@ -3,12 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -31,16 +27,9 @@ type savedKeyring struct {
 
 // loadGossipKeyring reads the remembered keyring; nil when there is none.
 func loadGossipKeyring(dir string) (*savedKeyring, error) {
-	b, err := os.ReadFile(filepath.Join(dir, gossipKeyringFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read gossip keyring: %w", err)
-	}
 	var kr savedKeyring
-	if err := json.Unmarshal(b, &kr); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", gossipKeyringFile, err)
+	if found, err := readDataFile(dir, gossipKeyringFile, &kr); !found || err != nil {
+		return nil, err
 	}
 	if len(kr.Keys) == 0 || len(kr.Primary) == 0 {
 		return nil, fmt.Errorf("%s holds no key", gossipKeyringFile)
@@ -50,18 +39,7 @@ func loadGossipKeyring(dir string) (*savedKeyring, error) {
 
 // saveGossipKeyring writes kr atomically, readable by the owner only.
 func saveGossipKeyring(dir string, kr savedKeyring) error {
-	b, err := json.Marshal(kr)
-	if err != nil {
-		return fmt.Errorf("encode gossip keyring: %w", err)
-	}
-	tmp := filepath.Join(dir, gossipKeyringFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write gossip keyring: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, gossipKeyringFile)); err != nil {
-		return fmt.Errorf("write gossip keyring: %w", err)
-	}
-	return nil
+	return writeDataFile(dir, gossipKeyringFile, kr)
 }
 
 // newGossip starts gossip with the remembered keyring in place of the

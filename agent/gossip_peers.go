@@ -1,12 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/amserver/amserver/gossip"
@@ -33,36 +27,16 @@ func aliveServerAddrs(members []gossip.Member, self string) []string {
 }
 
 // loadGossipPeers reads the remembered addresses; none when the file is
-// missing or unreadable (the server then relies on --join alone).
+// missing (the server then relies on --join alone).
 func loadGossipPeers(dir string) ([]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, gossipPeersFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read gossip peers: %w", err)
-	}
 	var addrs []string
-	if err := json.Unmarshal(b, &addrs); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", gossipPeersFile, err)
-	}
-	return addrs, nil
+	_, err := readDataFile(dir, gossipPeersFile, &addrs)
+	return addrs, err
 }
 
 // saveGossipPeers writes addrs atomically (a crash leaves the old list).
 func saveGossipPeers(dir string, addrs []string) error {
-	b, err := json.Marshal(addrs)
-	if err != nil {
-		return fmt.Errorf("encode gossip peers: %w", err)
-	}
-	tmp := filepath.Join(dir, gossipPeersFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write gossip peers: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, gossipPeersFile)); err != nil {
-		return fmt.Errorf("write gossip peers: %w", err)
-	}
-	return nil
+	return writeDataFile(dir, gossipPeersFile, addrs)
 }
 
 // joinAddrs is --join followed by the remembered peers it does not name.
