@@ -65,10 +65,10 @@ func validName(s string) bool {
 
 func oneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
 
-// units renders milli-units as the API's decimal units for messages.
 // Units formats milli-units as the API writes them (2.5).
 func Units(m int64) string { return units(m) }
 
+// units renders milli-units as the API's decimal units for messages.
 func units(m int64) string { return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64) }
 
 func invalidf(format string, args ...any) error {
