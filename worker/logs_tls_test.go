@@ -2,12 +2,11 @@ package worker
 
 import (
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/amserver/amserver/internal/certs"
+	"github.com/amserver/amserver/internal/certs/certstest"
 	"github.com/amserver/amserver/internal/logrec"
 )
 
@@ -15,28 +14,7 @@ import (
 // worker would (--tls-cert, --tls-key, --tls-ca).
 func issue(t *testing.T, dir string, req certs.Request) *certs.TLS {
 	t.Helper()
-	ca, err := certs.NewCA(1, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, caKey, err := ca.Write(dir, certs.CAFile, certs.CAKeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth, err := certs.LoadAuthority(caCert, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Days = 1
-	p, err := auth.Issue(req, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile, err := p.Write(dir, "w.pem", "w-key.pem")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := certs.Load(certs.Files{CertFile: certFile, KeyFile: keyFile, CAFile: filepath.Join(dir, certs.CAFile)})
+	tc, err := certs.Load(certstest.Write(t, dir, req))
 	if err != nil {
 		t.Fatal(err)
 	}
