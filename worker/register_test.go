@@ -120,20 +120,8 @@ func TestRunSaysRegistrationIsRefused(t *testing.T) {
 		mu.Unlock()
 		http.NotFound(rw, r)
 	}))
-	defer srv.Close()
-	h := &logrec.Recorder{}
-	gc := gossip.DefaultConfig()
-	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
-	w, err := New(Config{NodeID: "w2", Inventory: api.NodeSpec{Pool: "default", TotalCapacity: 0.1},
-		Servers: []string{srv.URL}, Gossip: gc, Logger: slog.New(h), Driver: NewNoneDriver()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.gossip.Shutdown() }()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(srv.Close) // after the worker stops (cleanups run last first)
+	w, h := runAgainst(t, srv.URL, "w2", 0.1)
 	poll.Eventually(t, 10*time.Second, "an Error saying registration is refused", func() error {
 		errs := h.At(slog.LevelError)
 		return poll.Check(len(errs) == 1 && strings.Contains(errs[0], shrunk.Message) && strings.Contains(errs[0], "amserver node drain w2"),
@@ -198,20 +186,8 @@ func TestRunSaysItsTokenWasRevoked(t *testing.T) {
 			fmt.Fprint(rw, `[]`)
 		}
 	}))
-	defer srv.Close()
-	h := &logrec.Recorder{}
-	gc := gossip.DefaultConfig()
-	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
-	w, err := New(Config{NodeID: "w3", Inventory: api.NodeSpec{Pool: "default", TotalCapacity: 1},
-		Servers: []string{srv.URL}, Gossip: gc, Logger: slog.New(h), Driver: NewNoneDriver()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.gossip.Shutdown() }()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(srv.Close) // after the worker stops (cleanups run last first)
+	w, h := runAgainst(t, srv.URL, "w3", 1)
 	poll.Eventually(t, 15*time.Second, "an Error saying the token is refused", func() error {
 		errs := h.At(slog.LevelError)
 		return poll.Check(len(errs) == 1 && strings.Contains(errs[0], "sends no token, or one the servers do not know"),
@@ -221,4 +197,27 @@ func TestRunSaysItsTokenWasRevoked(t *testing.T) {
 		m, _ := w.gossip.Member("w3")
 		return poll.Check(m.Meta.Tags[gossip.TagRegistration] == gossip.RegistrationRefused, "tags %v", m.Meta.Tags)
 	})
+}
+
+// runAgainst runs a worker of node id with capacity against the servers at
+// url until the test ends, and returns it with its log.
+func runAgainst(t *testing.T, url, id string, capacity float64) (*Worker, *logrec.Recorder) {
+	t.Helper()
+	h := &logrec.Recorder{}
+	gc := gossip.DefaultConfig()
+	gc.BindAddr, gc.BindPort = "127.0.0.1", 0
+	w, err := New(Config{NodeID: id, Inventory: api.NodeSpec{Pool: "default", TotalCapacity: capacity},
+		Servers: []string{url}, Gossip: gc, Logger: slog.New(h), Driver: NewNoneDriver()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = w.gossip.Shutdown()
+	})
+	return w, h
 }
