@@ -77,6 +77,11 @@ func badRequestCases() []badCase {
 	return []badCase{
 		{"malformed json", "POST", bundles, `{"pool":`, 400, api.CodeBadRequest, ""},
 		{"empty body", "POST", bundles, ``, 400, api.CodeBadRequest, ""},
+		// null decodes into nothing: every field would be its zero value.
+		{"null body", "POST", bundles, ` null `, 400, api.CodeBadRequest, ""},
+		{"null caps", "PUT", "/v1/caps", `null`, 400, api.CodeBadRequest, ""},
+		{"null pool", "PUT", "/v1/pools/one", `null`, 400, api.CodeBadRequest, ""},
+		{"null cordon", "POST", "/v1/nodes/n1/cordon", `null`, 400, api.CodeBadRequest, ""},
 		{"unknown field", "POST", bundles, `{"pool":"p1","jobs":[],"bogus":1}`, 400, api.CodeBadRequest, ""},
 		{"unknown nested field", "POST", bundles, `{"pool":"p1","jobs":[{"name":"a","requirements":{"cpu":1}}]}`, 400, api.CodeBadRequest, ""},
 		{"trailing object", "POST", bundles, bundle(nil) + `{}`, 400, api.CodeBadRequest, ""},

@@ -51,6 +51,10 @@ func decodeStrict(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return badRequest("request body is empty; a JSON object is required")
 	}
+	// null decodes into nothing: every field would take its zero value.
+	if string(bytes.TrimSpace(b)) == "null" {
+		return badRequest("request body is null; a JSON object is required")
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

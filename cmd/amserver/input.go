@@ -97,9 +97,11 @@ func decodeStrict(path string, data []byte, out any) error {
 		if js, err = yaml.YAMLToJSONStrict(data); err != nil {
 			return err
 		}
-		if string(bytes.TrimSpace(js)) == "null" {
-			return errors.New("it holds no document")
-		}
+	}
+	// JSON null (or an empty YAML document) decodes into nothing and would
+	// send every field's zero value.
+	if string(bytes.TrimSpace(js)) == "null" {
+		return errors.New("it holds no document (null)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()

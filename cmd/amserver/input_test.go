@@ -115,6 +115,8 @@ func TestBadFiles(t *testing.T) {
 		{"two documents", "e.yaml", "pool: a\n---\npool: b\n", "more than one YAML document"},
 		{"empty", "f.yaml", " \n", "it is empty"},
 		{"only comments", "g.yaml", "# nothing\n", "holds no document"},
+		{"json null", "n.json", " null\n", "holds no document"},
+		{"yaml null", "n.yaml", "null\n", "holds no document"},
 		{"not yaml", "h.yaml", "pool: [unclosed\n", "yaml:"},
 		{"trailing json", "i.json", `{"pool": "a"} {"pool": "b"}`, "unexpected data after the first JSON value"},
 		{"a list", "j.yaml", "- pool: a\n", "the document must be an object, not array"},
