@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/amserver/amserver/agent"
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/internal/memlimit"
@@ -222,7 +223,17 @@ func runWorker(ctx context.Context, f *agentFlags, logger *slog.Logger) error {
 	if err := w.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("amserver worker running", "id", cfg.NodeID, "pool", cfg.Inventory.Pool, "gossip", w.GossipAddr(), "http", w.HTTPURL())
+	driver := f.inventory.driver
+	if driver == "" {
+		driver = api.DriverNone
+	}
+	logger.Info("amserver worker running", "id", cfg.NodeID, "pool", cfg.Inventory.Pool, "driver", driver,
+		"gossip", w.GossipAddr(), "http", w.HTTPURL())
+	if driver == api.DriverNone {
+		// The default: its jobs read running while nothing runs, which an
+		// operator who left out --driver would not otherwise learn.
+		logger.Warn("driver none: this worker runs nothing and simulates its jobs' statuses; --driver real runs them")
+	}
 	untilDone(ctx, logger, w.ReloadTLS)
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
