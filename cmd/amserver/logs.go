@@ -11,10 +11,58 @@ import (
 	"github.com/amserver/amserver/api"
 )
 
+// logFlags are the flags of every command that prints an assignment's
+// output, and how it prints it.
+type logFlags struct {
+	follow, stderr bool
+	tail           int
+}
+
+func (l *logFlags) register(cmd *cobra.Command, what string) {
+	f := cmd.Flags()
+	f.BoolVarP(&l.follow, "follow", "f", false, "go on printing what the "+what+" writes")
+	f.IntVar(&l.tail, "tail", api.TailAll, "start with the last N lines (-1: everything)")
+	f.BoolVar(&l.stderr, "stderr", false, "print the "+what+"'s stderr instead of its stdout")
+}
+
+// context checks the flags and bounds the command: a follow has no natural
+// end, so --timeout applies to it only when given.
+func (l *logFlags) context(a *app, cmd *cobra.Command) (context.Context, context.CancelFunc, error) {
+	if l.tail < api.TailAll || l.tail > api.MaxLogTail {
+		return nil, nil, usagef("--tail %d: want -1 (everything) to %d", l.tail, api.MaxLogTail)
+	}
+	if l.follow && !cmd.Flags().Changed("timeout") {
+		ctx, cancel := context.WithCancel(cmd.Context())
+		return ctx, cancel, nil
+	}
+	ctx, cancel := a.context(cmd)
+	return ctx, cancel, nil
+}
+
+// print copies assignment id's output to the command's stdout.
+func (l *logFlags) print(ctx context.Context, cmd *cobra.Command, c *api.Client, id string) error {
+	o := api.LogOptions{Follow: l.follow, Tail: l.tail, Stream: api.LogStdout}
+	if l.stderr {
+		o.Stream = api.LogStderr
+	}
+	body, err := c.AssignmentLogs(ctx, id, o)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = body.Close() }()
+	if _, err := io.Copy(cmd.OutOrStdout(), body); err != nil && ctx.Err() == nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("the logs of %s broke off (its worker or the server went away): %w", id, err)
+		}
+		return fmt.Errorf("reading the logs of %s: %w", id, err)
+	}
+	return nil
+}
+
 func newLogsCmd(a *app) *cobra.Command {
 	var (
-		follow, stderr bool
-		tail, replica  int
+		lf      logFlags
+		replica int
 	)
 	cmd := &cobra.Command{
 		Use:   "logs BUNDLE [JOB]",
@@ -23,7 +71,8 @@ func newLogsCmd(a *app) *cobra.Command {
 primary's (replica 0) unless --replica names another, and the bundle's first
 job unless JOB names one. The server that answers proxies to the worker
 that runs the job. A finished batch job's output stays readable for a while
-(its worker's --retain-finished, 1 h by default).
+(its worker's --retain-finished, 1 h by default). A node service's output:
+amserver service logs.
 
 With -f the command goes on printing what the job writes until the job
 ends or the command is interrupted (--timeout applies only when given).
@@ -31,18 +80,15 @@ ends or the command is interrupted (--timeout applies only when given).
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: a.completeBundles(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if tail < api.TailAll || tail > api.MaxLogTail {
-				return usagef("--tail %d: want -1 (everything) to %d", tail, api.MaxLogTail)
+			ctx, cancel, err := lf.context(a, cmd)
+			if err != nil {
+				return err
 			}
+			defer cancel()
 			c, err := a.client(cmd)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := a.context(cmd)
-			if follow && !cmd.Flags().Changed("timeout") {
-				ctx, cancel = context.WithCancel(cmd.Context()) // a follow has no natural end
-			}
-			defer cancel()
 			b, _, err := c.Bundle(ctx, args[0], a.query())
 			if err != nil {
 				return err
@@ -55,29 +101,11 @@ ends or the command is interrupted (--timeout applies only when given).
 			if err != nil {
 				return err
 			}
-			o := api.LogOptions{Follow: follow, Tail: tail, Stream: api.LogStdout}
-			if stderr {
-				o.Stream = api.LogStderr
-			}
-			body, err := c.AssignmentLogs(ctx, id, o)
-			if err != nil {
-				return err
-			}
-			defer func() { _ = body.Close() }()
-			if _, err := io.Copy(cmd.OutOrStdout(), body); err != nil && ctx.Err() == nil {
-				if errors.Is(err, io.ErrUnexpectedEOF) {
-					return fmt.Errorf("the logs of %s broke off (its worker or the server went away): %w", id, err)
-				}
-				return fmt.Errorf("reading the logs of %s: %w", id, err)
-			}
-			return nil
+			return lf.print(ctx, cmd, c, id)
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVarP(&follow, "follow", "f", false, "go on printing what the job writes")
-	f.IntVar(&tail, "tail", api.TailAll, "start with the last N lines (-1: everything)")
-	f.BoolVar(&stderr, "stderr", false, "print the job's stderr instead of its stdout")
-	f.IntVar(&replica, "replica", 0, "the replica (0: the primary, 1: the backup)")
+	lf.register(cmd, "job")
+	cmd.Flags().IntVar(&replica, "replica", 0, "the replica (0: the primary, 1: the backup)")
 	return cmd
 }
 

@@ -74,3 +74,46 @@ func TestLogsCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceLogsCommand: the command finds the service's instance among
+// the node's assignments (the running one before a stopping one) and
+// prints its output with the query its flags make.
+func TestServiceLogsCommand(t *testing.T) {
+	f := newFake(t)
+	f.reply("GET /v1/nodes/w1/assignments", http.StatusOK, []api.Assignment{
+		{ID: "enc-1:0:a@w1", BundleID: "enc-1", Desired: api.DesiredRun},
+		{ID: "svc:relay@w1#old", ServiceID: "relay", Desired: api.DesiredStop},
+		{ID: "svc:relay@w1", ServiceID: "relay", Desired: api.DesiredRun},
+		{ID: "svc:gone@w1", ServiceID: "gone", Desired: api.DesiredStop},
+	})
+	f.fail("GET /v1/nodes/ghost/assignments", http.StatusNotFound, api.CodeNotFound, `node "ghost" not found`)
+	f.on("GET /v1/assignments/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "output of "+r.PathValue("id")+"?"+r.URL.RawQuery+"\n")
+	})
+	cases := []struct {
+		name string
+		args []string
+		code int
+		out  string
+	}{
+		{"running instance", []string{"service", "logs", "relay", "w1"}, exitOK, "output of svc:relay@w1?stream=stdout\n"},
+		{"stopping instance", []string{"service", "logs", "gone", "w1"}, exitOK, "output of svc:gone@w1?stream=stdout\n"},
+		{"flags", []string{"service", "logs", "relay", "w1", "-f", "--tail", "3", "--stderr"}, exitOK,
+			"output of svc:relay@w1?follow=true&stream=stderr&tail=3\n"},
+		{"no instance there", []string{"service", "logs", "other", "w1"}, exitNotFound, ""},
+		{"unknown node", []string{"service", "logs", "relay", "ghost"}, exitNotFound, ""},
+		{"bad tail", []string{"service", "logs", "relay", "w1", "--tail", "-5"}, exitUsage, ""},
+		{"missing node", []string{"service", "logs", "relay"}, exitUsage, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, f.srv.URL, "", tc.args...)
+			if r.code != tc.code || r.stdout != tc.out {
+				t.Fatalf("exit %d stdout %q stderr %q; want %d %q", r.code, r.stdout, r.stderr, tc.code, tc.out)
+			}
+			if tc.name == "no instance there" && !strings.Contains(r.stderr, "service other has no instance on node w1") {
+				t.Fatalf("stderr %q", r.stderr)
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ func newServiceCmd(a *app) *cobra.Command {
 		Use:   "service",
 		Short: "Manage node services (eager: on every eligible node of their pools; lazy: where a bundle consumes what they provide)",
 	})
-	cmd.AddCommand(newServiceListCmd(a), newServiceApplyCmd(a), newServiceDeleteCmd(a))
+	cmd.AddCommand(newServiceListCmd(a), newServiceApplyCmd(a), newServiceDeleteCmd(a), newServiceLogsCmd(a))
 	return cmd
 }
 
