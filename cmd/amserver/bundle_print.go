@@ -135,12 +135,18 @@ func printJobMessages(w io.Writer, replicas []api.Replica) {
 				fmt.Fprintln(w, heading)
 				heading = ""
 			}
-			lines := strings.Split(strings.TrimRight(j.Message, "\n"), "\n")
-			fmt.Fprintf(w, "replica %d job %s (%s): %s\n", r.Index, clean(j.Name), clean(orDash(j.Status)), clean(lines[0]))
-			for _, l := range lines[1:] {
-				fmt.Fprintf(w, "  %s\n", clean(l))
-			}
+			printMessage(w, fmt.Sprintf("replica %d job %s (%s)", r.Index, clean(j.Name), clean(orDash(j.Status))), j.Message)
 		}
+	}
+}
+
+// printMessage prints a worker's message after its label, its first line
+// there and each further line indented.
+func printMessage(w io.Writer, label, msg string) {
+	lines := strings.Split(strings.TrimRight(msg, "\n"), "\n")
+	fmt.Fprintf(w, "%s: %s\n", label, clean(lines[0]))
+	for _, l := range lines[1:] {
+		fmt.Fprintf(w, "  %s\n", clean(l))
 	}
 }
 

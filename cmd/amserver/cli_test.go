@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -393,6 +394,35 @@ func TestNodeStatusRuntimes(t *testing.T) {
 		if !strings.Contains(b.String(), tc.want+"\n") {
 			t.Errorf("runtimes %v kind %q: want line %q in\n%s", tc.runtimes, tc.kind, tc.want, b.String())
 		}
+	}
+}
+
+// TestNodeStatusAssignmentMessages: why an assignment failed (a node
+// service's instance has no bundle whose status would show it) is printed
+// under the node's assignments, every line of it.
+func TestNodeStatusAssignmentMessages(t *testing.T) {
+	a := &app{}
+	n := sampleNode()
+	as := []api.Assignment{
+		{ID: "svc:relay@n1", ServiceID: "relay", Job: "relay", Desired: api.DesiredRun, Status: api.JobFailed,
+			Message: "sh exited with code 3\nlast line\n"},
+		{ID: "enc-1:0:a@n1", BundleID: "enc-1", Job: "a", Desired: api.DesiredRun, Status: api.JobRunning},
+	}
+	var b strings.Builder
+	if err := a.printAssignments(&b, io.Discard, nodeStatus{node: &n, assignments: func() ([]api.Assignment, error) { return as, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	want := "\nMessages\nsvc:relay@n1 (failed): sh exited with code 3\n  last line\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Fatalf("want the output to end with %q:\n%s", want, b.String())
+	}
+	b.Reset()
+	as[0].Message = ""
+	if err := a.printAssignments(&b, io.Discard, nodeStatus{node: &n, assignments: func() ([]api.Assignment, error) { return as, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Messages") {
+		t.Fatalf("a Messages heading without messages:\n%s", b.String())
 	}
 }
 

@@ -239,7 +239,23 @@ func (a *app) printAssignments(w, errw io.Writer, v nodeStatus) error {
 		t.row(as.ID, owner, as.Job, orDash(as.Role), strconv.FormatUint(as.Epoch, 10), as.Desired,
 			orDash(as.Status), qty(as.Capacity), memoryRequest(as.MemoryMiB, as.MemoryLimitMiB), coreSet(as.Cores), gpu)
 	}
-	return t.flush()
+	if err := t.flush(); err != nil {
+		return err
+	}
+	// Why an assignment failed, from its worker: under the table, as a
+	// bundle's job messages are.
+	heading := "\nMessages"
+	for _, as := range assigned {
+		if as.Message == "" {
+			continue
+		}
+		if heading != "" {
+			fmt.Fprintln(w, heading)
+			heading = ""
+		}
+		printMessage(w, fmt.Sprintf("%s (%s)", clean(as.ID), clean(orDash(as.Status))), as.Message)
+	}
+	return nil
 }
 
 type nodeAction func(*api.Client, context.Context, string) (*api.Node, error)
