@@ -27,9 +27,9 @@ type jsonCase struct {
 }
 
 // notJSON are the commands --json does not apply to: long-running
-// processes, scripts and help, and logs, which prints the workload's own
-// text (TestLogsCommand).
-var notJSON = []string{"agent", "dev", "completion", "help", "logs"}
+// processes, scripts and help, and logs and service logs, which print the
+// workload's own text (TestLogsCommand, TestServiceLogsCommand).
+var notJSON = []string{"agent", "dev", "completion", "help", "logs", "service logs"}
 
 // jsonElsewhere are commands whose --json output another test checks (the
 // dev cluster runs without ACLs): TestACLJSON.
@@ -131,7 +131,8 @@ func TestJSONEveryCommand(t *testing.T) {
 		})
 	}
 	forEachLeaf(newRootCmd(&app{}), func(name string) {
-		if !covered[name] && !slices.Contains(notJSON, strings.Fields(name)[0]) && !slices.Contains(jsonElsewhere, name) {
+		if !covered[name] && !slices.Contains(notJSON, strings.Fields(name)[0]) && !slices.Contains(notJSON, name) &&
+			!slices.Contains(jsonElsewhere, name) {
 			t.Errorf("command %q has no --json case", name)
 		}
 	})
