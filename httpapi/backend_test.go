@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,6 +39,7 @@ type testBackend struct {
 	hasLeader   bool
 	applyErr    error
 	barrierErr  error
+	barrierHang bool // ReadBarrier waits for its context: a leader that lost its quorum
 	lastContact time.Duration
 	members     []gossip.Member
 	plan        func(fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error)
@@ -155,6 +157,12 @@ func (b *testBackend) Leader() (raftstore.LeaderInfo, bool) {
 func (b *testBackend) ReadBarrier(ctx context.Context, mode raftstore.ReadMode) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.barrierHang {
+		b.mu.Unlock()
+		<-ctx.Done()
+		b.mu.Lock()
+		return fmt.Errorf("%w: %w", raftstore.ErrNoLeader, ctx.Err())
+	}
 	if b.barrierErr != nil {
 		return b.barrierErr
 	}

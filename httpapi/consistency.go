@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -71,6 +72,58 @@ func (s *Server) readMW(next echo.HandlerFunc) echo.HandlerFunc {
 		s.setContactHeaders(c)
 		return next(c)
 	}
+}
+
+// diagnosticBarrier bounds the leader's read barrier before a diagnostic
+// answer: a leader that cannot reach a quorum answers from what it knows
+// rather than wait for its lease to run out or its client to give up.
+const diagnosticBarrier = 2 * time.Second
+
+// diagnosticMW serves an operator diagnostic (the Raft configuration): the
+// leader's answer when there is a leader, and otherwise the asked server's
+// own, where readMW would refuse with noLeader. An operator needs it most
+// when quorum is lost; the answer names the server that gave it, and the
+// contact headers say whether it knew a leader.
+func (s *Server) diagnosticMW(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		mode, err := readConsistency(c)
+		if err != nil {
+			return err
+		}
+		if mode != readStale {
+			if done, err := s.leaderAnswers(c, next); done {
+				return err
+			}
+		}
+		s.setContactHeaders(c)
+		return next(c)
+	}
+}
+
+// leaderAnswers has the leader answer: here after a bounded read barrier,
+// or by forwarding. done is false when no leader could answer and nothing
+// was sent, so the caller answers locally.
+func (s *Server) leaderAnswers(c echo.Context, next echo.HandlerFunc) (done bool, err error) {
+	if s.b.IsLeader() {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), diagnosticBarrier)
+		defer cancel()
+		if err := s.b.ReadBarrier(ctx, raftstore.ReadDefault); err != nil {
+			if gone := c.Request().Context().Err(); gone != nil {
+				return true, gone // the client gave up
+			}
+			return false, nil // leadership unconfirmed: answer as any server would
+		}
+		s.setContactHeaders(c)
+		return true, next(c)
+	}
+	if _, ok := s.b.Leader(); !ok {
+		return false, nil
+	}
+	err = s.forward(c, false)
+	if errors.Is(err, raftstore.ErrNoLeader) && !c.Response().Committed {
+		return false, nil
+	}
+	return true, err
 }
 
 func (s *Server) setContactHeaders(c echo.Context) {

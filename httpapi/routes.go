@@ -112,7 +112,7 @@ func (s *Server) operatorRoutes(snapshotLimit echo.MiddlewareFunc) {
 	// A snapshot holds every token's hash and the whole state: management.
 	s.handle(get, snapshotPath, s.saveSnapshot, manager, read)
 	s.handle(put, snapshotPath, s.restoreSnapshot, manager, snapshotLimit, s.streamWriteMW)
-	s.handle(get, "/v1/operator/raft", s.getRaft, reader, read)
+	s.handle(get, "/v1/operator/raft", s.getRaft, reader, s.diagnosticMW)
 	s.handle(post, "/v1/operator/raft/transfer-leadership", s.transferLeadership, manager, write)
 	s.handle(del, "/v1/operator/raft/peers/:id", s.removePeer, manager, write)
 

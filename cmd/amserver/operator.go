@@ -121,6 +121,15 @@ func newRaftListPeersCmd(a *app) *cobra.Command {
 			return rc, err
 		},
 		Text: printRaft,
+		// Without a leader the server asked answers with its own view,
+		// printed as such; the exit code says the cluster is down, as
+		// status does.
+		Verdict: func(_ string, rc *api.RaftConfiguration) error {
+			if rc.Leader == nil {
+				return sentence(errors.New("no leader"), "the cluster has no leader")
+			}
+			return nil
+		},
 	}.build(a)
 }
 
@@ -139,8 +148,15 @@ func printRaft(w io.Writer, rc *api.RaftConfiguration) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\nterm %d, last index %d, commit index %d, applied index %d (answered by %s, %s)\n",
-		rc.Term, rc.LastIndex, rc.CommitIndex, rc.AppliedIndex, clean(orDash(rc.ServerID)), clean(orDash(rc.State)))
+	if _, err := fmt.Fprintf(w, "\nterm %d, last index %d, commit index %d, applied index %d (answered by %s, %s)\n",
+		rc.Term, rc.LastIndex, rc.CommitIndex, rc.AppliedIndex, clean(orDash(rc.ServerID)), clean(orDash(rc.State))); err != nil {
+		return err
+	}
+	if rc.Leader != nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "no leader: this is %s's own view of the Raft configuration, which may be out of date "+
+		"(an election is running, or quorum is lost)\n", clean(orDash(rc.ServerID)))
 	return err
 }
 
