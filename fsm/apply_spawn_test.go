@@ -35,7 +35,7 @@ func TestSpawnCaps(t *testing.T) {
 	}
 	before := stateHash(t, h.fsm)
 	res := h.apply(UpsertSpawnType, &UpsertSpawnRequest{Spawn: testSpawn("r3", "e-3", "e", "small"), Now: 3})
-	if !errors.Is(res.Err, ErrConflict) || !strings.Contains(res.Err.Error(), "maxNodes 2 (1 ready, 1 spawning)") {
+	if !errors.Is(res.Err, ErrConflict) || !strings.Contains(res.Err.Error(), "maxNodes 2 (0 ready, 0 idle, 0 draining, 1 unavailable, 1 spawning)") {
 		t.Fatalf("third spawn in a pool of maxNodes 2: %v", res.Err)
 	}
 	res = h.apply(UpsertSpawnType, &UpsertSpawnRequest{Spawn: testSpawn("r4", "f-1", "f", "small"), MaxProvisioned: 2, Now: 3})

@@ -118,9 +118,16 @@ func (s *State) NodeIdle(nodeID string) bool {
 
 // PoolCount is what counts against an elastic pool's maxNodes: its nodes
 // (except those that left) and its spawns whose node has not registered.
+// The other fields split that count by the states pool status names, so
+// that an explanation says what the counted nodes are: Ready, Idle,
+// Draining and Unavailable add up to Nodes; GivingBack is the part of
+// Spawning being given back (pool status shows it draining).
 type PoolCount struct {
 	Nodes    int
 	Spawning int
+
+	Ready, Idle, Draining, Unavailable int
+	GivingBack                         int
 }
 
 // Total is nodes plus spawning.
@@ -130,14 +137,32 @@ func (c PoolCount) Total() int { return c.Nodes + c.Spawning }
 func (s *State) CountPool(pool string) PoolCount {
 	var c PoolCount
 	for _, n := range s.Nodes(pool) {
-		if n.Status != NodeLeft {
-			c.Nodes++
+		if n.Status == NodeLeft {
+			continue
+		}
+		c.Nodes++
+		state := s.nodeState(n)
+		if sp := s.SpawnByNode(n.ID); sp != nil && sp.State == SpawnDeleting {
+			state = PoolNodeDraining
+		}
+		switch state {
+		case PoolNodeReady:
+			c.Ready++
+		case PoolNodeIdle:
+			c.Idle++
+		case PoolNodeDraining:
+			c.Draining++
+		default:
+			c.Unavailable++
 		}
 	}
 	for _, sp := range s.Spawns(pool) {
 		n := s.Node(sp.NodeID)
 		if n == nil || n.Pool != pool || n.Status == NodeLeft {
 			c.Spawning++
+			if sp.State == SpawnDeleting {
+				c.GivingBack++
+			}
 		}
 	}
 	return c
@@ -149,21 +174,30 @@ func (s *State) CountPool(pool string) PoolCount {
 func (s *State) CountProvisioned() PoolCount {
 	var c PoolCount
 	for _, sp := range s.Spawns("") {
-		if sp.State == SpawnRegistered {
+		switch sp.State {
+		case SpawnRegistered:
 			c.Nodes++
-		} else {
+		case SpawnDeleting:
+			c.Spawning++
+			c.GivingBack++
+		default:
 			c.Spawning++
 		}
 	}
 	return c
 }
 
-// PoolCapDetail explains a pool at its maxNodes, for explanations.
+// PoolCapDetail explains a pool at its maxNodes, for explanations: what it
+// counts, by the states of pool status (a down or draining node counts
+// against the cap as much as a ready one, and is no help).
 func PoolCapDetail(pool string, maxNodes int, c PoolCount) string {
-	return fmt.Sprintf("pool %s at maxNodes %d (%d ready, %d spawning)", pool, maxNodes, c.Nodes, c.Spawning)
+	return fmt.Sprintf("pool %s at maxNodes %d (%d ready, %d idle, %d draining, %d unavailable, %d spawning)", pool, maxNodes,
+		c.Ready, c.Idle, c.Draining+c.GivingBack, c.Unavailable, c.Spawning-c.GivingBack)
 }
 
-// GlobalCapDetail explains the cluster at its cap on provisioned nodes.
+// GlobalCapDetail explains the cluster at its cap on provisioned nodes,
+// which counts spawns whatever their node's status.
 func GlobalCapDetail(limit int, c PoolCount) string {
-	return fmt.Sprintf("cluster at max provisioned nodes %d (%d ready, %d spawning)", limit, c.Nodes, c.Spawning)
+	return fmt.Sprintf("cluster at max provisioned nodes %d (%d registered, %d spawning, %d being given back)", limit,
+		c.Nodes, c.Spawning-c.GivingBack, c.GivingBack)
 }

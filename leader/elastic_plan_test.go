@@ -97,8 +97,8 @@ func TestPlannerBlocksAtCaps(t *testing.T) {
 		wantStage string
 		wantText  string
 	}{
-		{"pool", 1, 0, fsm.StagePoolMaxNodes, "pool e at maxNodes 1 (0 ready, 1 spawning)"},
-		{"global", 0, 1, fsm.StageMaxProvisionedNodes, "cluster at max provisioned nodes 1 (0 ready, 1 spawning)"},
+		{"pool", 1, 0, fsm.StagePoolMaxNodes, "pool e at maxNodes 1 (0 ready, 0 idle, 0 draining, 0 unavailable, 1 spawning)"},
+		{"global", 0, 1, fsm.StageMaxProvisionedNodes, "cluster at max provisioned nodes 1 (0 registered, 1 spawning, 0 being given back)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
