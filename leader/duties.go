@@ -83,9 +83,10 @@ type Config struct {
 	// before it leaves the Raft configuration; never below QuorumSize.
 	DeadServerCleanup time.Duration
 	QuorumSize        int
-	// UnseenNodeDown is how long a new leader waits for gossip to see a
-	// node an earlier leader saw (ready or suspect) before it writes the
-	// node down (reconcile.go); 0 means a minute, negative never.
+	// UnseenNodeDown is how long the leader waits for gossip to see a
+	// node an earlier leader saw (ready or suspect), from when it first
+	// found it missing (its term's start, or a snapshot restore), before it
+	// writes the node down (reconcile.go); 0 means a minute, negative never.
 	UnseenNodeDown time.Duration
 
 	Elastic ElasticConfig

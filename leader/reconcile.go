@@ -25,9 +25,11 @@ type reconciler struct {
 	nodeIndex uint64          // nodes-table index at the last node pass
 	held      map[string]bool // servers whose removal the last pass held back (holdRemoval)
 	refused   map[string]bool // nodes whose worker the servers refuse, as last logged
-	// took is when this term's first node pass ran (unseenDown counts
-	// from it); unseen, the nodes it wrote down for that, as logged.
-	took   time.Time
+	// absent is when each node an earlier leader saw (ready or suspect)
+	// was first found missing from gossip this term: at the term's first
+	// node pass, or later when a snapshot restore brought it (unseenGone
+	// counts from it). unseen, the nodes written down for it, as logged.
+	absent map[string]time.Time
 	unseen map[string]bool
 }
 
@@ -188,16 +190,15 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 	r.nodeIndex = idx
 	var reqs []*fsm.NodeStatusRequest
 	at := l.clock.Now()
-	if r.took.IsZero() {
-		r.took = at
-	}
 	now := at.UnixNano()
+	absent := map[string]time.Time{}
+	defer func() { r.absent = absent }()
 	for _, n := range st.Nodes("") {
 		m, ok := l.cfg.Membership.Member(n.ID)
 		if !ok {
 			// Never seen in gossip: unknown stays unknown until it joins;
 			// one an earlier leader saw is down once it stayed away.
-			if r.unseenGone(n, at) {
+			if r.unseenGone(n, at, absent) {
 				reqs = append(reqs, &fsm.NodeStatusRequest{NodeID: n.ID, Status: fsm.NodeDown, Now: now})
 			}
 			continue
@@ -219,11 +220,23 @@ func (r *reconciler) nodes(ctx context.Context, force bool) {
 }
 
 // unseenGone says whether node n, absent from this server's gossip, has
-// been so for Config.UnseenNodeDown since this term's first look while its
-// status says an earlier leader saw it; it logs the node the first time.
-func (r *reconciler) unseenGone(n *fsm.Node, at time.Time) bool {
+// been so for Config.UnseenNodeDown since this leader first found it
+// missing while its status says an earlier leader saw it; it records in
+// absent since when, and logs the node the first time. Counting per node
+// rather than from the term's start gives the nodes a restored snapshot
+// brings the same time to join as a new term gives: a restore late in a
+// term wrote them down at once, failing over what their workers ran.
+func (r *reconciler) unseenGone(n *fsm.Node, at time.Time, absent map[string]time.Time) bool {
 	wait := r.l.cfg.UnseenNodeDown
-	if n.Status != fsm.NodeReady && n.Status != fsm.NodeSuspect || wait < 0 || at.Sub(r.took) < wait {
+	if n.Status != fsm.NodeReady && n.Status != fsm.NodeSuspect || wait < 0 {
+		return false
+	}
+	since, ok := r.absent[n.ID]
+	if !ok {
+		since = at
+	}
+	absent[n.ID] = since
+	if at.Sub(since) < wait {
 		return false
 	}
 	if !r.unseen[n.ID] {
@@ -236,7 +249,7 @@ func (r *reconciler) unseenGone(n *fsm.Node, at time.Time) bool {
 	return true
 }
 
-const msgUnseenDown = "node not seen in gossip since this leader took office: writing it down"
+const msgUnseenDown = "node not seen in gossip since this leader first looked for it (its term's start, or the restore that brought it): writing it down"
 
 const msgWorkerRefused = "the servers refuse this node's worker (its log says why), so the node is suspect: no new placements"
 
