@@ -63,6 +63,10 @@ type Config struct {
 	// node an earlier leader saw before writing it down (leader's one
 	// minute when zero; negative: never, for nodes that have no worker).
 	UnseenNodeDown time.Duration
+	// RolloutSettle is how long a replica a service rollout relaunched
+	// must run before the rollout counts it available (leader's 5 s when
+	// zero).
+	RolloutSettle time.Duration
 	// EventKeepAlive spaces the keep-alive lines of idle /v1/events
 	// streams (httpapi's 15 s when zero).
 	EventKeepAlive time.Duration

@@ -11,7 +11,7 @@ var validReport = map[string]bool{JobRunning: true, JobStopped: true, JobFailed:
 
 func (f *FSM) applyAssignmentStatus(t *tx, req *AssignmentStatusRequest) (any, error) {
 	t.advance(req.Now)
-	t.relaunchUnavailable = req.RelaunchUnavailable
+	t.relaunchUnavailable, t.settleRollout = req.RelaunchUnavailable, req.SettleRollout
 	if !validReport[req.Status] {
 		return nil, fmt.Errorf("%w: assignment status %q (want running, stopped, failed or exited)", ErrInvalid, req.Status)
 	}

@@ -46,7 +46,7 @@ func (f *FSM) applyCreateBundle(t *tx, req *CreateBundleRequest) (any, error) {
 
 func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) {
 	t.advance(req.Now)
-	t.relaunchUnavailable = req.RelaunchUnavailable
+	t.relaunchUnavailable, t.settleRollout = req.RelaunchUnavailable, req.SettleRollout
 	spec := req.Spec
 	old := t.Bundle(spec.ID)
 	if old == nil {
@@ -69,7 +69,7 @@ func (f *FSM) applyReplaceBundle(t *tx, req *ReplaceBundleRequest) (any, error) 
 		t.releaseAll(old)
 		b.Replicas = freshReplicas(&spec)
 		b.Degradations, b.Explain = nil, nil
-		b.Outcome, b.FinishTime, b.Rolling, b.Ran = "", 0, false, nil
+		b.Outcome, b.FinishTime, b.Rolling, b.Ran, b.Settling = "", 0, false, nil, nil
 		b.Epoch++
 	default:
 		if spec.IsService() && spec.Count != old.Spec.Count {
@@ -138,6 +138,7 @@ func (t *tx) scaleService(b *Bundle, spec *BundleSpec) {
 		}
 	}
 	b.Replicas = b.Replicas[:min(spec.Count, len(b.Replicas))]
+	b.dropSettling(func(slot int) bool { return slot >= len(b.Replicas) })
 	b.Explain, b.AttemptIndex = nil, 0
 	t.event("bundleScaled", b.ID(), "", "bundle %s scaled to %d replicas", b.ID(), spec.Count)
 }

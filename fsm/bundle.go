@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/amserver/amserver/ledger"
@@ -53,6 +54,7 @@ func cloneBundle(b *Bundle) *Bundle {
 		cp.Replicas[i] = r
 	}
 	cp.Degradations = append([]Degradation(nil), b.Degradations...)
+	cp.Settling = slices.Clone(b.Settling)
 	return &cp
 }
 

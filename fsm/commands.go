@@ -51,6 +51,9 @@ const (
 	// ServiceOfferType offers (or withdraws) a lazy node service's
 	// capabilities on nodes (DESIGN §2.5).
 	ServiceOfferType MessageType = 40
+	// RolloutSettledType confirms a rollout's relaunched replicas
+	// (RolloutSettledRequest).
+	RolloutSettledType MessageType = 41
 )
 
 // String names a command type for logs and errors.
@@ -75,7 +78,7 @@ var messageTypeNames = map[MessageType]string{
 	UpsertSpawnType: "UpsertSpawn", DeleteSpawnType: "DeleteSpawn", SpawnBlockedType: "SpawnBlocked",
 	PutTemplateType: "PutTemplate", DeleteTemplateType: "DeleteTemplate",
 	SetCapsType: "SetCaps", BatchTimerType: "BatchTimer",
-	ServiceOfferType: "ServiceOffer",
+	ServiceOfferType: "ServiceOffer", RolloutSettledType: "RolloutSettled",
 }
 
 // RegisterNodeRequest registers a node or replaces its inventory.
@@ -140,6 +143,11 @@ type ReplaceBundleRequest struct {
 	// relaunches the replicas that are not available first, without
 	// waiting for them (tx.relaunchUnavailable). New leaders set it.
 	RelaunchUnavailable bool `json:",omitempty"`
+	// SettleRollout: a replica this replace's rollout relaunches counts
+	// unavailable until the leader has seen it run for its settle window
+	// (RolloutSettledRequest), not from its first running report. New
+	// leaders set it.
+	SettleRollout bool `json:",omitempty"`
 }
 
 // DeleteBundleRequest starts the stop-then-delete saga.
@@ -166,9 +174,28 @@ type AssignmentStatusRequest struct {
 	// Generation the assignment generation that ran.
 	ExitCode   int    `json:",omitempty"`
 	Generation uint64 `json:",omitempty"`
-	// RelaunchUnavailable: as ReplaceBundleRequest's, for the rollout a
-	// running report moves on.
+	// RelaunchUnavailable and SettleRollout: as ReplaceBundleRequest's,
+	// for the rollout a running report moves on.
 	RelaunchUnavailable bool `json:",omitempty"`
+	SettleRollout       bool `json:",omitempty"`
+}
+
+// RolloutSettledRequest names the settling replicas (Bundle.Settling) the
+// leader has seen run for its settle window; the rollout then counts them
+// available and moves on. Each names the highest modify index of the
+// replica's assignments when the leader started timing it: one written
+// since (a failed report, a relaunch) is a run the leader has not timed,
+// and its entry changes nothing.
+type RolloutSettledRequest struct {
+	Now     int64
+	Settled []SettledReplica
+}
+
+// SettledReplica is one replica of RolloutSettledRequest.
+type SettledReplica struct {
+	BundleID string
+	Slot     int
+	Index    uint64
 }
 
 // BatchTimerRequest fires batch timers at the leader's clock: restarts of

@@ -125,6 +125,7 @@ func (f *FSM) registerHandlers() {
 	f.handlers[SetCapsType] = decoded(f.applySetCapsWire)
 	f.handlers[BatchTimerType] = decoded(f.applyBatchTimer)
 	f.handlers[ServiceOfferType] = decoded(f.applyServiceOffer)
+	f.handlers[RolloutSettledType] = decoded(f.applyRolloutSettled)
 }
 
 // decoded adapts a typed handler: decode the msgpack body, then apply.

@@ -1,11 +1,15 @@
 package fsm
 
+import "slices"
+
 // A launch change on a service is rolled out replica by replica (DESIGN
 // §4): at most maxUnavailable replicas are unavailable at a time, a replica
 // being available when it is complete and every job of it reports running.
 // The FSM moves the rollout on as reports arrive, so it needs no timer and
 // a new leader has nothing to rebuild: relaunch starts it, and every
 // report of a replica that finished its restart lets the next ones go.
+// Under SettleRollout a relaunched replica must also have run for the
+// leader's settle window before it counts (rollout_settle.go).
 
 // relaunchAssignment hands one assignment the spec's launch at the
 // bundle's generation; its status starts over, so the worker's next report
@@ -27,7 +31,8 @@ func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
 
 // advanceRollout relaunches the replicas still on an older generation, in
 // index order, as far as maxUnavailable allows; b is the bundle being
-// written (a copy the caller puts). With t.relaunchUnavailable a replica
+// written (a copy the caller puts). A replica still settling
+// (Bundle.Settling) counts unavailable, as one not running does. With t.relaunchUnavailable a replica
 // behind that is not available anyway (a version that crashes, the one
 // before a fix) is relaunched first and at once: it costs no availability,
 // and waiting for it to run, which only the new launch may bring about,
@@ -39,14 +44,15 @@ func (t *tx) advanceRollout(b *Bundle) {
 			behind[a.Replica] = append(behind[a.Replica], a)
 		}
 	}
-	b.Rolling = len(behind) > 0
-	if !b.Rolling {
+	b.dropSettling(func(slot int) bool { return b.replicaBySlot(slot) == nil }) // scaled away
+	b.Rolling = len(behind) > 0 || len(b.Settling) > 0
+	if len(behind) == 0 {
 		return
 	}
 	budget := max(b.Spec.MaxUnavailable, 1)
 	for i := range b.Replicas {
 		r := &b.Replicas[i]
-		if replicaAvailable(r) {
+		if replicaAvailable(r) && !slices.Contains(b.Settling, r.Slot) {
 			continue
 		}
 		budget--
@@ -68,13 +74,21 @@ func (t *tx) advanceRollout(b *Bundle) {
 	}
 }
 
+// relaunchReplica relaunches one replica's assignments on an older
+// generation; under settleRollout the replica settles first
+// (rollout_settle.go).
 func (t *tx) relaunchReplica(b *Bundle, as []*Assignment) {
 	for _, a := range as {
 		t.relaunchAssignment(b, a)
 	}
+	if len(as) > 0 && t.settleRollout && !slices.Contains(b.Settling, as[0].Replica) {
+		b.Settling = append(b.Settling, as[0].Replica)
+		slices.Sort(b.Settling)
+	}
 }
 
-// replicaAvailable: complete, and every job reports running.
+// replicaAvailable: complete, and every job reports running (the rollout
+// also waits for a settling replica's window: advanceRollout).
 func replicaAvailable(r *Replica) bool {
 	if !r.Complete() {
 		return false

@@ -82,9 +82,10 @@ func versionLaunch(v int) Launch {
 	return Launch{Kind: "legacy", Job: &LegacyJob{Driver: "none", Env: map[string]string{"V": fmt.Sprint(v)}}}
 }
 
-// TestRelaunchUnavailableFlagOnTheWire: the commands that carry the flag
-// are encoded without it as before it existed, byte for byte, and decode
-// with it on a server from before it.
+// TestRelaunchUnavailableFlagOnTheWire: the commands that carry the flags
+// (RelaunchUnavailable, SettleRollout) are encoded without them as before
+// they existed, byte for byte, and decode with them on a server from
+// before them.
 func TestRelaunchUnavailableFlagOnTheWire(t *testing.T) {
 	type replaceBefore struct {
 		Spec    BundleSpec
@@ -109,11 +110,11 @@ func TestRelaunchUnavailableFlagOnTheWire(t *testing.T) {
 	}{
 		{"replace", ReplaceBundleType, &replaceBefore{Spec: spec, Now: 9, Rollout: true},
 			&ReplaceBundleRequest{Spec: spec, Now: 9, Rollout: true},
-			&ReplaceBundleRequest{Spec: spec, Now: 9, Rollout: true, RelaunchUnavailable: true},
+			&ReplaceBundleRequest{Spec: spec, Now: 9, Rollout: true, RelaunchUnavailable: true, SettleRollout: true},
 			func() any { return &replaceBefore{} }},
 		{"status report", AssignmentStatusType, &reportBefore{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2},
 			&AssignmentStatusRequest{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2},
-			&AssignmentStatusRequest{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2, RelaunchUnavailable: true},
+			&AssignmentStatusRequest{NodeID: "n1", AssignmentID: "a", Status: JobRunning, Now: 9, Generation: 2, RelaunchUnavailable: true, SettleRollout: true},
 			func() any { return &reportBefore{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -96,6 +96,7 @@ func schema() rowstore.Schema {
 			fieldIndex("state", func(b *Bundle) string { return b.State }),
 			rowstore.IndexSchema{Name: "node", Values: func(row any) []string { return bundleNodes(row.(*Bundle)) }},
 			fieldIndex("timer", timerKey),
+			fieldIndex("settling", settlingKey),
 			rowstore.IndexSchema{Name: "degradation", Values: func(row any) []string { return degradationCodes(row.(*Bundle)) }}),
 		table(tableReservations, func(r *reservationRow) string { return r.ID },
 			fieldIndex("node", func(r *reservationRow) string { return r.NodeID })),

@@ -30,6 +30,9 @@ type tx struct {
 	// relaunch its unavailable replicas first (advanceRollout); commands
 	// from older leaders do not, and replay as they applied then.
 	relaunchUnavailable bool
+	// settleRollout: a replica the rollout relaunches joins the bundle's
+	// Settling (rollout_settle.go); commands from older leaders do not.
+	settleRollout bool
 }
 
 var _ ledger.Store = txLedger{}

@@ -392,6 +392,12 @@ type Bundle struct {
 	// a while, and a logs request finds the node by it. Display only: the
 	// digest leaves it out (digest.go).
 	Ran []string `json:"ran,omitempty" api:"-" row:"37"`
+	// Settling are the slots of a service's replicas a rollout relaunched
+	// (under ReplaceBundleRequest.SettleRollout) that the leader has not
+	// yet seen run for its settle window: the rollout counts them
+	// unavailable, as a version that crashes right after it starts reads
+	// running first (fsm/rollout_settle.go).
+	Settling []int `json:"settling,omitempty" api:"-" row:"38"`
 
 	CreateIndex uint64 `json:"createIndex" row:"11"`
 	ModifyIndex uint64 `json:"modifyIndex" row:"12"`

@@ -1,7 +1,7 @@
 // Package leader is what the Raft leader does besides replicating: the
 // control loops of DESIGN §6 (placement, failover, reconciling gossip into
 // node status and the voter set, drain, node services, start/stop timers,
-// the deletion saga, elastic planning). Each duty rebuilds its work from the
+// the deletion saga, rollouts' settle windows, elastic planning). Each duty rebuilds its work from the
 // replicated state when a term starts and keeps no truth only in memory.
 // Duties reach the rest of the server only through the narrow interfaces
 // declared here (Store, Clock, Membership, Voters, Provisioning), so each is
@@ -88,6 +88,10 @@ type Config struct {
 	// found it missing (its term's start, or a snapshot restore), before it
 	// writes the node down (reconcile.go); 0 means a minute, negative never.
 	UnseenNodeDown time.Duration
+	// RolloutSettle is how long a replica a service rollout relaunched
+	// must run before the rollout counts it available (rollouts.go); 0
+	// or less means 5 s.
+	RolloutSettle time.Duration
 
 	Elastic ElasticConfig
 	// ConfigTokens are the ACL tokens from configuration, written by every
@@ -120,6 +124,9 @@ func New(cfg Config) *Leader {
 	if cfg.UnseenNodeDown == 0 {
 		cfg.UnseenNodeDown = defaultUnseenNodeDown
 	}
+	if cfg.RolloutSettle <= 0 {
+		cfg.RolloutSettle = defaultRolloutSettle
+	}
 	cfg.Metrics.setDefaults()
 	cfg.Elastic.setDefaults()
 	l := &Leader{
@@ -140,6 +147,7 @@ func (l *Leader) Duties() []Duty {
 		&timers{l: l},
 		&services{l: l},
 		&deleter{l: l},
+		&rollouts{l: l},
 		&elastic{l: l},
 	}
 }
