@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/internal/poll"
 	"github.com/amserver/amserver/internal/testcluster"
@@ -31,7 +32,10 @@ func newLaunchDriver() *launchDriver {
 // it is asked to run, the node ready, and a minute to work in.
 func oneWorkerCluster(t *testing.T) (*api.Client, *launchDriver, context.Context) {
 	t.Helper()
-	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	// A rollout waits for each relaunched replica to run the settle window
+	// (5 s by default): a short one keeps the rollout tests quick.
+	settle := testcluster.Configure(func(_ int, cfg *agent.Config) { cfg.RolloutSettle = 200 * time.Millisecond })
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful(), settle)
 	drv := newLaunchDriver()
 	tc.StartWorkers(1, func(wc *worker.Config) { wc.Driver = drv })
 	c := tc.Client(tc.Servers()[0])
@@ -103,7 +107,10 @@ func envJob(v string) api.Job {
 // and starts it with the new launch. A PUT that changes the requirements
 // re-places it (a new epoch).
 func TestInPlaceLaunchUpdateThroughCluster(t *testing.T) {
-	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	// A rollout waits for each relaunched replica to run the settle window
+	// (5 s by default): a short one keeps the rollout tests quick.
+	settle := testcluster.Configure(func(_ int, cfg *agent.Config) { cfg.RolloutSettle = 200 * time.Millisecond })
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful(), settle)
 	drv := newLaunchDriver()
 	tc.StartWorkers(2, func(wc *worker.Config) {
 		if wc.NodeID == "worker-1" {

@@ -242,8 +242,10 @@ type Bundle struct {
 	// FinishTime is when a batch bundle ended complete or failed;
 	// Generation counts in-place launch changes. Rolling is set while a
 	// service's launch change is rolled out: some replicas still run an
-	// older generation, maxUnavailable at a time relaunched, and a replica
-	// that is not running (one that cannot be placed too) holds a share.
+	// older generation, or a relaunched one has not yet run the leader's
+	// settle window; maxUnavailable at a time relaunched, and a replica
+	// that is not running (one that cannot be placed too) or settling
+	// holds a share.
 	FinishTime time.Time `json:"finishTime,omitzero"`
 	Generation uint64    `json:"generation,omitempty"`
 	Rolling    bool      `json:"rolling,omitempty"`

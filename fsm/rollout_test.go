@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -155,9 +156,10 @@ func relaunchedReplicas(h *harness) int {
 
 // TestPropertyRolloutFinishes: whatever replaces (count, maxUnavailable,
 // launch; as the API sends them, with Rollout, and as older leaders did,
-// with or without RelaunchUnavailable), placements and reports
-// came before, once every replica is placed and each round of reports
-// says running, a service's rollout ends within count rounds with every
+// with or without RelaunchUnavailable and SettleRollout), placements,
+// reports and the leader's settle confirmations came before, once every
+// replica is placed and each round of reports says running (and the
+// leader confirms the replicas settling), a service's rollout ends within count rounds with every
 // assignment on the bundle's generation. The rollout waiting forever for a
 // report that never came is the bug this guards.
 func TestPropertyRolloutFinishes(t *testing.T) {
@@ -172,7 +174,7 @@ func TestPropertyRolloutFinishes(t *testing.T) {
 		spec.Kind, spec.Count, spec.MaxUnavailable = KindService, 2, 1
 		spec.Jobs[0].Launch = launch(0)
 		h.ok(CreateBundleType, &CreateBundleRequest{Spec: spec})
-		for _, step := range rapid.SliceOfN(rapid.IntRange(0, 2), 1, 12).Draw(t, "steps") {
+		for _, step := range rapid.SliceOfN(rapid.IntRange(0, 3), 1, 12).Draw(t, "steps") {
 			switch step {
 			case 0:
 				next := h.fsm.State().Bundle("s").Spec
@@ -181,17 +183,21 @@ func TestPropertyRolloutFinishes(t *testing.T) {
 				next.MaxUnavailable = rapid.IntRange(1, 2).Draw(t, "maxUnavailable")
 				next.Jobs[0].Launch = launch(rapid.IntRange(0, 2).Draw(t, "launch"))
 				unavailableFirst := rapid.Bool().Draw(t, "relaunchUnavailable")
-				h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: true, RelaunchUnavailable: unavailableFirst})
+				settle := unavailableFirst && rapid.Bool().Draw(t, "settleRollout") // new leaders set both
+				h.ok(ReplaceBundleType, &ReplaceBundleRequest{Spec: next, Rollout: true, RelaunchUnavailable: unavailableFirst, SettleRollout: settle})
 			case 1:
 				placeUnplaced(h)
 			case 2:
 				reportRunning(h)
+			case 3:
+				settleRunning(h)
 			}
 		}
 		placeUnplaced(h)
 		count := h.fsm.State().Bundle("s").Spec.Count
 		for range count + 1 {
 			reportRunning(h)
+			settleRunning(h) // the leader, once each has run its window
 		}
 		st := h.fsm.State()
 		b := st.Bundle("s")
@@ -205,6 +211,20 @@ func TestPropertyRolloutFinishes(t *testing.T) {
 		}
 		checkInvariants(t, h.fsm)
 	})
+}
+
+// settleRunning confirms every settling replica of "s" that runs, as the
+// leader does once each has run for its window.
+func settleRunning(h *harness) {
+	b := h.fsm.State().Bundle("s")
+	req := &RolloutSettledRequest{}
+	for slot, idx := range h.fsm.State().SettlingRuns(b) {
+		req.Settled = append(req.Settled, SettledReplica{BundleID: "s", Slot: slot, Index: idx})
+	}
+	if len(req.Settled) > 0 {
+		slices.SortFunc(req.Settled, func(a, b SettledReplica) int { return a.Slot - b.Slot })
+		h.ok(RolloutSettledType, req)
+	}
 }
 
 // placeUnplaced places every replica of "s" that holds no node, on n1.

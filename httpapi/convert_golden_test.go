@@ -38,8 +38,8 @@ var addedFields = map[string][]string{
 	"NodeService": {"Requirements", "Constraints"},
 	// Issue 18: bundle kinds.
 	"BundleSpec":   {"Kind", "Count", "MaxPerNode", "MaxPerAz", "MaxUnavailable", "Restart", "TTLAfterFinished"},
-	"Bundle":       {"Outcome", "FinishTime", "Generation", "Rolling", "Ran"}, // Ran later (TestFinishedBatchJobLogs)
-	"JobPlacement": {"ExitCode", "Attempts", "RestartAt", "Message"},          // Message later (TestBundleShowsJobMessage)
+	"Bundle":       {"Outcome", "FinishTime", "Generation", "Rolling", "Ran", "Settling"}, // Ran later (TestFinishedBatchJobLogs); Settling is not shown
+	"JobPlacement": {"ExitCode", "Attempts", "RestartAt", "Message"},                      // Message later (TestBundleShowsJobMessage)
 	// issue 18: memory.
 	"Request":      {"MemoryMiB", "MemoryLimitMiB"},
 	"Grant":        {"MemoryMiB"},

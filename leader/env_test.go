@@ -185,7 +185,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	for _, d := range duties {
 		names = append(names, d.Name())
 	}
-	want := []string{"reconcile", "placement", "failover", "drain", "timers", "node-services", "deletion", "elastic"}
+	want := []string{"reconcile", "placement", "failover", "drain", "timers", "node-services", "deletion", "rollouts", "elastic"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("duties %v, want %v", names, want)
 	}

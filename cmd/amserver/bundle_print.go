@@ -56,7 +56,7 @@ func printBundle(w io.Writer, b *api.Bundle, now time.Time) error {
 		t.row("Generation", strconv.FormatUint(b.Generation, 10)+" (in-place launch changes)")
 	}
 	if b.Rolling {
-		t.row("Rollout", "in progress: some replicas still run an older generation (it waits while maxUnavailable replicas are not running)")
+		t.row("Rollout", "in progress: some replicas still run an older generation or have not yet run the settle window (it waits while maxUnavailable replicas are not running or settling)")
 	}
 	t.row("Placement", placementSummary(b.Placement))
 	if b.Kind == "" || b.Kind == api.KindResilient {
