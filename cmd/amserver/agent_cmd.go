@@ -41,6 +41,7 @@ type agentFlags struct {
 	suspicionMaxMult   int
 	deadServerCleanup  time.Duration
 	deleteTimeout      time.Duration
+	rolloutSettle      time.Duration
 	maxExpensive       int
 	maxExpensiveCaller int
 	expensiveYield     float64
@@ -132,6 +133,7 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 func (f *agentFlags) registerServerTuning(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.deadServerCleanup, "dead-server-cleanup", 5*time.Minute, "remove a server gossip reports dead after this long")
 	fl.DurationVar(&f.deleteTimeout, "delete-timeout", 60*time.Second, "purge a deleting bundle after this long even if its jobs did not confirm they stopped")
+	fl.DurationVar(&f.rolloutSettle, "rollout-settle", 5*time.Second, "server: a replica a service rollout relaunched counts available once it has run this long (the leader's clock)")
 	fl.IntVar(&f.maxExpensive, "http-max-expensive", 0, "server: expensive API requests (lists, event replays, plans) built and sent at once; more wait up to 5s, then get 429 (0: one per core, at least 2)")
 	fl.IntVar(&f.maxExpensiveCaller, "http-max-expensive-per-caller", 0, "server: of those, how many one token (or, without one, one client address) may have (0: a quarter of them, at least 1)")
 	fl.IntVar(&f.heapHeadroomMiB, "heap-headroom-mib", defaultHeapHeadroomMiB, "server: let the Go heap grow at most this far past what the last collection found live (a soft memory limit that follows the state) before collecting again; GOGC still applies below it. It trades the collector's CPU for memory (0: off, as is a GOMEMLIMIT in the environment)")

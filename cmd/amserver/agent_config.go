@@ -71,7 +71,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		HTTPAddr: joinPort(httpHost, httpPort), HTTPAdvertise: joinPort(adv, httpPort),
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,
-		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout,
+		TimeoutScale: f.timeoutScale, DeadServerCleanup: f.deadServerCleanup, DeleteTimeout: f.deleteTimeout, RolloutSettle: f.rolloutSettle,
 		MaxExpensive: f.maxExpensive, MaxExpensivePerCaller: f.maxExpensiveCaller, WriteLatencyFactor: yieldFactor(f.expensiveYield),
 		Elastic: agent.ElasticConfig{MaxProvisionedNodes: f.maxProvisioned, CallTimeout: f.provisionTimeout, AllowExec: f.allowExec,
 			AllowHosts: f.provisionerAllow},
