@@ -138,7 +138,7 @@ func (t *tx) scaleService(b *Bundle, spec *BundleSpec) {
 		}
 	}
 	b.Replicas = b.Replicas[:min(spec.Count, len(b.Replicas))]
-	b.dropSettling(func(slot int) bool { return slot >= len(b.Replicas) })
+	b.dropSettling(func(slot int) bool { return b.replicaBySlot(slot) == nil })
 	b.Explain, b.AttemptIndex = nil, 0
 	t.event("bundleScaled", b.ID(), "", "bundle %s scaled to %d replicas", b.ID(), spec.Count)
 }

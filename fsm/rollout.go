@@ -32,11 +32,11 @@ func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
 // advanceRollout relaunches the replicas still on an older generation, in
 // index order, as far as maxUnavailable allows; b is the bundle being
 // written (a copy the caller puts). A replica still settling
-// (Bundle.Settling) counts unavailable, as one not running does. With t.relaunchUnavailable a replica
-// behind that is not available anyway (a version that crashes, the one
-// before a fix) is relaunched first and at once: it costs no availability,
-// and waiting for it to run, which only the new launch may bring about,
-// stalled the rollout for good.
+// (Bundle.Settling) counts unavailable, as one not running does. With
+// t.relaunchUnavailable a replica behind that is not available anyway (a
+// version that crashes, the one before a fix) is relaunched first and at
+// once: it costs no availability, and waiting for it to run, which only
+// the new launch may bring about, stalled the rollout for good.
 func (t *tx) advanceRollout(b *Bundle) {
 	behind := map[int][]*Assignment{} // slot → its assignments on an older generation
 	for _, a := range t.BundleAssignments(b.ID()) {

@@ -1,8 +1,9 @@
 // Package leader is what the Raft leader does besides replicating: the
 // control loops of DESIGN §6 (placement, failover, reconciling gossip into
 // node status and the voter set, drain, node services, start/stop timers,
-// the deletion saga, rollouts' settle windows, elastic planning). Each duty rebuilds its work from the
-// replicated state when a term starts and keeps no truth only in memory.
+// the deletion saga, rollouts' settle windows, elastic planning). Each
+// duty rebuilds its work from the replicated state when a term starts and
+// keeps no truth only in memory.
 // Duties reach the rest of the server only through the narrow interfaces
 // declared here (Store, Clock, Membership, Voters, Provisioning), so each is
 // unit-tested with fakes: no Raft, no gossip, no sleeps.
