@@ -93,6 +93,10 @@ const (
 	// versions were deleted.
 	EventTemplatePushed  = "templatePushed"
 	EventTemplateDeleted = "templateDeleted"
+	// Node services: an apply changed a service's launch, request or
+	// provides, which its instances took (relaunched in place or stopped
+	// to be placed again).
+	EventServiceUpdated = "serviceUpdated"
 )
 
 // EventTypes are the types of event the servers write (a test holds it to
@@ -103,7 +107,7 @@ var EventTypes = []string{
 	EventFailover, EventEvicted, EventDegraded, EventHealed,
 	EventNodeStatus, EventNodeDrained, EventServerJoined, EventServerRemoved,
 	EventNodeProvisioning, EventProvisionTimedOut, EventNodeDeprovisioning, EventNodeDeprovisioned,
-	EventTemplatePushed, EventTemplateDeleted,
+	EventTemplatePushed, EventTemplateDeleted, EventServiceUpdated,
 }
 
 // Event is one line of GET /v1/events.

@@ -108,11 +108,15 @@ func (f *FSM) applyUpsertService(t *tx, req *UpsertServiceRequest) (any, error) 
 		return nil, err
 	}
 	s.CreateIndex = t.index
-	if old := t.Service(s.ID); old != nil {
+	old := t.Service(s.ID)
+	if old != nil {
 		s.CreateIndex = old.CreateIndex
 	}
 	s.ModifyIndex = t.index
 	t.insert(tableServices, &s)
+	if req.Update && old != nil {
+		t.applyServiceUpdate(old, t.Service(s.ID))
+	}
 	return nil, nil
 }
 
@@ -172,10 +176,7 @@ func (t *tx) commitServices(list []ServicePlacement) {
 	for _, sp := range list {
 		id := serviceAssignmentID(sp.ServiceID, sp.Node)
 		if sp.Stop {
-			t.stopAssignment(id)
-			if svc := t.Service(sp.ServiceID); svc == nil || svc.Lifecycle != LifecycleLazy {
-				t.withdrawProvided(sp.Node, sp.ServiceID) // a lazy service's offer stays (the leader withdraws it)
-			}
+			t.stopInstance(sp.ServiceID, sp.Node)
 			continue
 		}
 		svc := t.Service(sp.ServiceID)
@@ -185,5 +186,15 @@ func (t *tx) commitServices(list []ServicePlacement) {
 			Runtime: LaunchRuntime(&svc.Launch, nil),
 		}
 		t.putAssignment(a)
+	}
+}
+
+// stopInstance stops a service's instance on node (its reservation is the
+// caller's to release) and withdraws what an eager one provided there; a
+// lazy service's offer stays (the leader withdraws it).
+func (t *tx) stopInstance(serviceID, node string) {
+	t.stopAssignment(serviceAssignmentID(serviceID, node))
+	if svc := t.Service(serviceID); svc == nil || svc.Lifecycle != LifecycleLazy {
+		t.withdrawProvided(node, serviceID)
 	}
 }

@@ -145,7 +145,12 @@ func (t *tx) scaleService(b *Bundle, spec *BundleSpec) {
 
 // specEqual compares specs by their JSON form, in which nil and empty maps and
 // slices are alike, so an identical retry is recognised whatever path decoded it.
-func specEqual(a, b *BundleSpec) bool {
+func specEqual(a, b *BundleSpec) bool { return sameJSON(a, b) }
+
+// sameJSON compares two values by their JSON form, in which a nil and an
+// empty list or map (one decoded from the log, the other from a snapshot)
+// are alike.
+func sameJSON(a, b any) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)

@@ -214,13 +214,20 @@ func (t *tx) withdrawProvided(nodeID, serviceID string) {
 	cp.Provided = maps.Clone(n.Provided)
 	delete(cp.Provided, serviceID)
 	t.putNode(&cp)
+	t.releaseUnfit(nodeID, "capability provided by service "+serviceID+" withdrawn")
+}
+
+// releaseUnfit releases reservations holding capabilities on a node until
+// what the node holds fits its inventory again (it shows fewer
+// capabilities than before).
+func (t *tx) releaseUnfit(nodeID, why string) {
 	for _, r := range t.NodeReservations(nodeID) {
 		cur := t.State.Node(nodeID)
 		if ledger.Fits(cur.Inventory(), cur.Usage) == nil {
 			return
 		}
 		if len(r.Grant.Capabilities) > 0 {
-			t.unplace(r.Key, "capability provided by service "+serviceID+" withdrawn")
+			t.unplace(r.Key, why)
 		}
 	}
 }

@@ -218,6 +218,14 @@ type SlotJobRef struct {
 // UpsertServiceRequest creates or replaces a node service.
 type UpsertServiceRequest struct {
 	Service NodeService
+	// Update: the replace reaches the running instances (applyServiceUpdate),
+	// as an operator's apply means: a new launch is relaunched in place, a
+	// new request (requirements, consumes) stops them to be placed again
+	// with it, new provides show on their nodes. A command without it,
+	// committed by an older leader, only rewrites the record, as it did
+	// then, so that a replica replaying it reaches the others' state. The
+	// API sets it.
+	Update bool `json:",omitempty"`
 }
 
 // ServiceOfferRequest adds lazy services' capabilities to nodes where they

@@ -46,7 +46,7 @@ func genCommand(t *rapid.T, st *State, now int64) (MessageType, any) {
 		return UpsertPoolType, &UpsertPoolRequest{Pool: Pool{Name: "p", CapGroup: rapid.SampledFrom([]string{"", "g"}).Draw(t, "capGroup"),
 			Caps: ledger.PoolCaps{MaxCapacity: rapid.Int64Range(0, 20000).Draw(t, "poolcap")}}}
 	case 18:
-		return UpsertServiceType, &UpsertServiceRequest{Service: genService(t)}
+		return UpsertServiceType, &UpsertServiceRequest{Service: genService(t), Update: rapid.Bool().Draw(t, "update")}
 	case 19:
 		return ServiceOfferType, genOffers(t)
 	case 20, 21:
@@ -162,6 +162,9 @@ func genService(t *rapid.T) NodeService {
 	if rapid.Bool().Draw(t, "lazy") {
 		svc.Lifecycle = LifecycleLazy
 	}
+	// a new launch is relaunched in place by an upsert with Update
+	svc.Launch = Launch{Kind: LaunchLegacy, Job: &LegacyJob{Driver: DriverNone,
+		Command: []string{rapid.SampledFrom([]string{"v1", "v2"}).Draw(t, "scommand")}}}
 	return svc
 }
 

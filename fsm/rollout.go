@@ -19,14 +19,22 @@ func (t *tx) relaunchAssignment(b *Bundle, a *Assignment) {
 	if job == nil {
 		return
 	}
-	cp := *a
-	cp.Launch, cp.Runtime = &job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime)
-	cp.Generation = b.Generation
-	cp.Status, cp.Message, cp.ExitCode = JobAssigned, "", 0
-	t.putAssignment(&cp)
+	t.relaunchWith(a, &job.Launch, LaunchRuntime(&job.Launch, t.TemplateRuntime), b.Generation)
 	if jp := b.slotJob(a.Replica, a.Job); jp != nil && jp.NodeID == a.NodeID {
 		jp.Status, jp.Message = JobAssigned, ""
 	}
+}
+
+// relaunchWith writes a with launch l (run with runtime) at generation
+// gen, which tells its worker to restart it with l; its status starts over,
+// so the worker's next report (of the restarted job) is a change. l points
+// into the row it comes from (Assignment.Launch).
+func (t *tx) relaunchWith(a *Assignment, l *Launch, runtime string, gen uint64) {
+	cp := *a
+	cp.Launch, cp.Runtime = l, runtime
+	cp.Generation = gen
+	cp.Status, cp.Message, cp.ExitCode = JobAssigned, "", 0
+	t.putAssignment(&cp)
 }
 
 // advanceRollout relaunches the replicas still on an older generation, in
