@@ -45,7 +45,8 @@ func (d *services) pass(ctx context.Context) {
 }
 
 // servicePlan places missing service instances and stops those that no
-// longer belong; each instance is its own plan part so one misfit blocks
+// longer belong (a new one only once its worker reported the one it
+// replaces stopped); each instance is its own plan part so one misfit blocks
 // nothing. Instances fit against what the plan's earlier parts already
 // take of a node: fitted against the node alone, two services sharing a
 // node's capabilities were both proposed, and the FSM rejected the second
@@ -54,9 +55,13 @@ func servicePlan(st *fsm.State, now int64, ev fsm.ExprEvaluator) *fsm.Plan {
 	plan := &fsm.Plan{Now: now}
 	used := map[string]ledger.Usage{} // nodes' usage with this plan's grants
 	for _, svc := range st.Services() {
-		running := map[string]bool{}
+		running := map[string]bool{} // nodes with an instance, or one still stopping
 		for _, a := range st.ServiceAssignments(svc.ID) {
 			if a.Desired != fsm.DesiredRun {
+				// A new instance would take the stopping one's id: placed
+				// before its worker stopped it, the old process (its old
+				// grant, at the same generation) would run on as the new.
+				running[a.NodeID] = a.Status != fsm.JobStopped && a.Status != fsm.JobFailed
 				continue
 			}
 			running[a.NodeID] = true

@@ -209,3 +209,35 @@ func TestServicesKeepEagerOffersWhereTheyRun(t *testing.T) {
 		t.Fatalf("offered on %v after n2 went down, want [n1]", got)
 	}
 }
+
+// TestServicesReplaceStoppedForGrant: an apply that changes a service's
+// requirements stops its instance (fsm.UpsertServiceRequest.Update); the
+// next pass places it again with the new grant, but only once its worker
+// reported it stopped: placed before, it would take the stopping
+// instance's id, and its worker would run the old process on.
+func TestServicesReplaceStoppedForGrant(t *testing.T) {
+	e := newEnv(t)
+	e.nicNode("n1", "p", 0, fsm.NodeReady)
+	svc := fsm.NodeService{ID: "agent", Pools: []string{"p"}, Requirements: fsm.ServiceRequirements{Capacity: 500}}
+	e.upsertService(svc)
+	d := &services{l: e.l}
+	d.pass(e.ctx)
+	id := "svc:agent@n1"
+	e.store.ok(fsm.AssignmentStatusType, &fsm.AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: fsm.JobRunning, Now: e.now()})
+	noRejects(t, e)
+
+	svc.Requirements.Capacity = 700
+	e.store.ok(fsm.UpsertServiceType, &fsm.UpsertServiceRequest{Service: svc, Update: true})
+	d.pass(e.ctx)
+	if a := e.store.State().Assignment(id); a == nil || a.Desired != fsm.DesiredStop {
+		t.Fatalf("placed again before its worker stopped it: %+v", a)
+	}
+	e.store.ok(fsm.AssignmentStatusType, &fsm.AssignmentStatusRequest{NodeID: "n1", AssignmentID: id, Status: fsm.JobStopped, Now: e.now()})
+	d.pass(e.ctx)
+	noRejects(t, e)
+	st := e.store.State()
+	r, ok := st.Reservation(fsm.ServiceKey("agent", "n1"))
+	if a := st.Assignment(id); a == nil || a.Desired != fsm.DesiredRun || !ok || r.Grant.Capacity != 700 {
+		t.Fatalf("not placed again with the new grant: %+v, reservation %+v (%t)", a, r, ok)
+	}
+}
