@@ -93,7 +93,7 @@ func (s *Server) putService(c echo.Context) error {
 	if err := fsm.CheckServiceConstraints(&svc, s.exprs); err != nil {
 		return err
 	}
-	res, err := s.apply(c.Request().Context(), fsm.UpsertServiceType, fsm.UpsertServiceRequest{Service: svc})
+	res, err := s.apply(c.Request().Context(), fsm.UpsertServiceType, fsm.UpsertServiceRequest{Service: svc, Update: true})
 	if err != nil {
 		return err
 	}
