@@ -25,18 +25,19 @@ func (l *logFlags) register(cmd *cobra.Command, what string) {
 	f.BoolVar(&l.stderr, "stderr", false, "print the "+what+"'s stderr instead of its stdout")
 }
 
-// context checks the flags and bounds the command: a follow has no natural
-// end, so --timeout applies to it only when given.
-func (l *logFlags) context(a *app, cmd *cobra.Command) (context.Context, context.CancelFunc, error) {
+// connect checks the flags and connects, bounding the command: a follow
+// has no natural end, so --timeout applies to it only when given.
+func (l *logFlags) connect(a *app, cmd *cobra.Command) (*api.Client, context.Context, context.CancelFunc, error) {
 	if l.tail < api.TailAll || l.tail > api.MaxLogTail {
-		return nil, nil, usagef("--tail %d: want -1 (everything) to %d", l.tail, api.MaxLogTail)
+		return nil, nil, nil, usagef("--tail %d: want -1 (everything) to %d", l.tail, api.MaxLogTail)
 	}
-	if l.follow && !cmd.Flags().Changed("timeout") {
-		ctx, cancel := context.WithCancel(cmd.Context())
-		return ctx, cancel, nil
+	c, ctx, cancel, err := a.connect(cmd)
+	if err != nil || !l.follow || cmd.Flags().Changed("timeout") {
+		return c, ctx, cancel, err
 	}
-	ctx, cancel := a.context(cmd)
-	return ctx, cancel, nil
+	cancel()
+	ctx, cancel = context.WithCancel(cmd.Context())
+	return c, ctx, cancel, nil
 }
 
 // print copies assignment id's output to the command's stdout.
@@ -80,15 +81,11 @@ ends or the command is interrupted (--timeout applies only when given).
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: a.completeBundles(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel, err := lf.context(a, cmd)
+			c, ctx, cancel, err := lf.connect(a, cmd)
 			if err != nil {
 				return err
 			}
 			defer cancel()
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
 			b, _, err := c.Bundle(ctx, args[0], a.query())
 			if err != nil {
 				return err

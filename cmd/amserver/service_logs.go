@@ -21,15 +21,11 @@ until it stops or the command is interrupted (--timeout applies only when
 given). --tail N starts with the last N lines (-1, the default: everything).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel, err := lf.context(a, cmd)
+			c, ctx, cancel, err := lf.connect(a, cmd)
 			if err != nil {
 				return err
 			}
 			defer cancel()
-			c, err := a.client(cmd)
-			if err != nil {
-				return err
-			}
 			as, _, err := c.Assignments(ctx, args[1], a.query())
 			if err != nil {
 				return err
