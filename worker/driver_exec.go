@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
-	"github.com/amserver/amserver/internal/backoff"
 )
 
 // ExecDriver runs each assignment's launch command as a child process:
@@ -32,7 +31,7 @@ type ExecDriver struct {
 	stateDir  string        // assignments' directories: role/epoch file, stdout.log, stderr.log
 	stopGrace time.Duration // SIGTERM → SIGKILL delay
 	// stableAfter is how long a run that follows a failure must stay up
-	// before the task reads running again (runOnce).
+	// before the task reads running again (restartPolicy).
 	stableAfter time.Duration
 	events      chan TaskEvent
 	retain      *retainStore // nil: a batch job's output goes with its task
@@ -159,17 +158,13 @@ func (d *ExecDriver) StopAll(ctx context.Context) error {
 	return nil
 }
 
-// defaultStableAfter: a restarted run that stays up this long is running.
-const defaultStableAfter = 5 * time.Second
-
-// supervise runs the task until halted, restarting it with capped
-// exponential backoff; a run that lasted a minute resets the backoff.
+// supervise runs the task until halted, restarting it when it ends as
+// restartPolicy says.
 func (d *ExecDriver) supervise(t *execTask) {
 	defer close(t.done)
-	bo := backoff.New(time.Second, 30*time.Second)
-	for failed := false; ; failed = true {
-		started := time.Now()
-		err := d.runOnce(t, failed)
+	policy := newRestartPolicy(time.Now, d.stableAfter)
+	for {
+		err := d.runOnce(t, policy)
 		select {
 		case <-t.halted:
 			t.set(api.JobStopped, "")
@@ -183,13 +178,12 @@ func (d *ExecDriver) supervise(t *execTask) {
 		_, msg := d.exitMessage(t, err)
 		t.set(api.JobFailed, msg)
 		d.emit(t, api.JobFailed, msg)
-		if time.Since(started) > time.Minute {
-			bo.Reset()
+		delay := time.NewTimer(policy.ended())
+		select {
+		case <-t.halted:
+		case <-delay.C:
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { <-t.halted; cancel() }()
-		bo.Wait(ctx)
-		cancel()
+		delay.Stop()
 	}
 }
 
@@ -262,12 +256,10 @@ func (d *ExecDriver) ExitCode(id string) (int, bool) {
 	return t.code, t.state == api.JobExited
 }
 
-// runOnce starts the process and waits for it to exit. A run that
-// follows a failure (afterFailure) reads running only once it has stayed
-// up for stableAfter, the task reading failed until then: a crash loop's
-// brief starts are not running, or each would count its replica available
-// and let a service's rollout take down the next (DESIGN §4.2).
-func (d *ExecDriver) runOnce(t *execTask, afterFailure bool) error {
+// runOnce starts the process and waits for it to exit. It reads running
+// when the policy says (at once, or once a run that follows a failure has
+// stayed up), the task reading failed until then.
+func (d *ExecDriver) runOnce(t *execTask, policy *restartPolicy) error {
 	a := t.current()
 	job := legacyJob(a.Launch)
 	cmd := exec.Command(job.Command[0], job.Command[1:]...)
@@ -311,24 +303,12 @@ func (d *ExecDriver) runOnce(t *execTask, afterFailure bool) error {
 		d.logger.Warn("cannot record the child: if the worker dies, the rest of its process group may outlive it", "assignment", a.ID, "err", err)
 	}
 	t.attach(cmd.Process)
-	if !afterFailure {
-		d.markRunning(t)
-		return cmd.Wait()
-	}
-	exited, watched := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(watched)
-		stable := time.NewTimer(d.stableAfter)
-		defer stable.Stop()
-		select {
-		case <-stable.C:
-			d.markRunning(t)
-		case <-exited:
-		}
-	}()
+	policy.started()
+	exited := make(chan struct{})
+	marked := policy.markWhenStable(exited, func() { d.markRunning(t) })
 	err = cmd.Wait()
 	close(exited)
-	<-watched // the run's end is set after its start, never before
+	marked() // the run's end is set after its start, never before
 	return err
 }
 

@@ -25,11 +25,18 @@ func (b *Backoff) Saturate() { b.cur = b.max }
 
 // Wait sleeps for the current delay, or until ctx ends, then doubles it.
 func (b *Backoff) Wait(ctx context.Context) {
-	t := time.NewTimer(b.cur)
+	t := time.NewTimer(b.Next())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// Next returns the current delay and doubles it, for a caller that does
+// its own waiting (on a timer of its own, or a scan that comes round).
+func (b *Backoff) Next() time.Duration {
+	d := b.cur
 	b.cur = min(b.cur*2, b.max)
+	return d
 }
