@@ -44,6 +44,14 @@ type ctask struct {
 	code          int    // a batch job's exit code, once it exited
 	failedID      string // the container the failure message is about
 
+	// A service's restarts (containers_restart.go): the policy, nil until
+	// first needed and after a deploy; when the ended containers start
+	// again (zero: no restart pending); a failed container whose restart
+	// is Docker's.
+	policy       *restartPolicy
+	restartAt    time.Time
+	leftToDocker string
+
 	deploying    bool
 	deployedAt   time.Time
 	cancelDeploy context.CancelFunc
@@ -71,9 +79,12 @@ type containerDriver struct {
 	events  chan TaskEvent
 	retain  *retainStore // nil: a batch job's output goes with its task
 	every   time.Duration
-	kick    chan struct{}
-	ctx     context.Context // the driver's life: the watcher and deploys
-	cancel  context.CancelFunc
+	// stableAfter is how long a restarted run must stay up before the
+	// task reads running again (restartPolicy).
+	stableAfter time.Duration
+	kick        chan struct{}
+	ctx         context.Context // the driver's life: the watcher and deploys
+	cancel      context.CancelFunc
 
 	mu    sync.Mutex
 	tasks map[string]*ctask
@@ -85,7 +96,7 @@ func newContainerDriver(runtime string, cfg RuntimeConfig, cli *dockerCLI, b con
 	d := &containerDriver{
 		runtime: runtime, nodeID: cfg.NodeID, root: cfg.assignmentsDir(), cli: cli, backend: b,
 		logger: cfg.Logger.With("runtime", runtime), events: events, retain: retain, every: cfg.WatchInterval,
-		kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
+		stableAfter: defaultStableAfter, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel,
 		tasks: map[string]*ctask{}, gone: map[string]time.Time{},
 	}
 	go d.watch()
@@ -198,6 +209,7 @@ func (d *containerDriver) finishDeploy(t *ctask, spec string, err error) {
 		d.setState(t, api.JobFailed, lastLines([]byte("deploy failed: "+err.Error()), 20), "")
 	} else {
 		t.spec, t.failures, t.permanent = spec, 0, false
+		t.policy, t.restartAt = nil, time.Time{} // new containers: a first run
 	}
 	d.mu.Unlock()
 	d.poke()

@@ -45,6 +45,9 @@ type verdict struct {
 	code  int
 	msg   string
 	limit int64 // the job's memoryLimitMiB
+	// restartable: row ended and is a service's to restart, unless own
+	// says it has a restart policy of its own (restartStep).
+	restartable, own bool
 }
 
 // exitSIGKILL is the code of a container the kernel's OOM killer ended.
@@ -84,9 +87,13 @@ func (d *containerDriver) scan(ctx context.Context) error {
 		if t.deploying || t.stopping || t.spec == "" || t.deployedAt.After(started) {
 			continue // this listing may predate what the deploy did
 		}
-		v := judge(t, byTask[id])
+		v := judge(t, byTask[id], d.cleanExitEnds())
 		v.limit = t.a.MemoryLimitMiB // read under d.mu, for the message
-		if v.state == api.JobFailed && v.row != nil && t.state == api.JobFailed && t.failedID == v.row.ID {
+		if ids := d.restartStep(t, &v, byTask[id], started); len(ids) > 0 {
+			d.startRestart(t, ids)
+			continue
+		}
+		if v.state == api.JobFailed && v.row != nil && t.state == api.JobFailed && t.failedID == v.row.ID && !v.restartable {
 			continue // already reported, message and all
 		}
 		verdicts = append(verdicts, v)
@@ -98,8 +105,18 @@ func (d *containerDriver) scan(ctx context.Context) error {
 		if v := &verdicts[i]; v.row != nil {
 			what := d.backend.describe(*v.row) + oomNote(v.code == exitSIGKILL && d.cli.oomKilled(ctx, v.row.ID), v.limit)
 			v.msg = failureMessage(what, v.code, d.cli.logsTail(ctx, v.row.ID, 10))
+			if v.restartable {
+				v.own = d.cli.ownRestartPolicy(ctx, v.row.ID)
+			}
 		}
 	}
+	d.record(verdicts)
+	return nil
+}
+
+// record sets the states of a scan's verdicts, and schedules the restarts
+// they call for, unless their task moved on (deployed, stopped) meanwhile.
+func (d *containerDriver) record(verdicts []verdict) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, v := range verdicts {
@@ -112,9 +129,14 @@ func (d *containerDriver) scan(ctx context.Context) error {
 				v.t.code = v.code
 			}
 			d.setState(v.t, v.state, v.msg, failedID)
+			switch {
+			case v.restartable && v.own:
+				v.t.leftToDocker = failedID
+			case v.restartable:
+				d.scheduleRestart(v.t, time.Now())
+			}
 		}
 	}
-	return nil
 }
 
 // adopt takes over the containers of assignments the driver does not hold:
@@ -145,10 +167,10 @@ func (d *containerDriver) adopt(byTask map[string][]psRow, listed time.Time) {
 }
 
 // judge reads a task's state from its containers: failed when one exited
-// non-zero or keeps restarting, or when they are all gone; stopped when
-// all exited 0; running when one runs; nothing to say while they are
-// being created.
-func judge(t *ctask, rows []psRow) verdict {
+// non-zero (or at all, with cleanExitEnds) or keeps restarting, or when
+// they are all gone; stopped when all exited 0; running when one runs;
+// nothing to say while they are being created.
+func judge(t *ctask, rows []psRow, cleanExitEnds bool) verdict {
 	if len(rows) == 0 {
 		return verdict{t: t, state: api.JobFailed, msg: "the containers are gone (removed outside amserver)"}
 	}
@@ -160,7 +182,7 @@ func judge(t *ctask, rows []psRow) verdict {
 		switch r.State {
 		case "exited", "dead", "restarting":
 			code := exitCode(r.Status)
-			if code == 0 && r.State == "exited" {
+			if code == 0 && r.State == "exited" && !cleanExitEnds {
 				exited0++
 				continue
 			}

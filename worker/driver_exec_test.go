@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,7 +15,7 @@ import (
 	"github.com/amserver/amserver/internal/poll"
 )
 
-func nextEvent(t *testing.T, d *ExecDriver) TaskEvent {
+func nextEvent(t *testing.T, d Driver) TaskEvent {
 	t.Helper()
 	select {
 	case ev := <-d.Events():
@@ -154,4 +155,27 @@ func TestExecCrashLoopReadsFailed(t *testing.T) {
 			t.Fatalf("after %d failures: %+v", failures, ev)
 		}
 	}
+}
+
+// collectStates gathers the states the driver reports for id until it has
+// n of them (the first compile of a module under the race detector, or a
+// container's start on a loaded host, can take longer than nextEvent's
+// wait).
+func collectStates(t *testing.T, d Driver, id string, n int, within time.Duration) []string {
+	t.Helper()
+	var states []string
+	poll.Eventually(t, within, fmt.Sprintf("%d states of %s", n, id), func() error {
+		for len(states) < n {
+			select {
+			case ev := <-d.Events():
+				if ev.ID == id {
+					states = append(states, ev.State)
+				}
+			default:
+				return fmt.Errorf("states so far %v", states)
+			}
+		}
+		return nil
+	})
+	return states
 }

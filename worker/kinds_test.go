@@ -185,7 +185,7 @@ func TestJudgeOnce(t *testing.T) {
 		{"being created", []psRow{row("created", "Created")}, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := judge(&ctask{a: api.Assignment{RunOnce: true}}, tc.rows)
+			v := judge(&ctask{a: api.Assignment{RunOnce: true}}, tc.rows, false)
 			if v.state != tc.state || v.code != tc.code {
 				t.Fatalf("verdict %s code %d, want %s %d", v.state, v.code, tc.state, tc.code)
 			}

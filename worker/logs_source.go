@@ -62,8 +62,9 @@ func (d *ExecDriver) taskLog(id string) (string, bool, bool) {
 	return taskDir(d.stateDir, id), live, true
 }
 
-// taskLog implements logSource: a module that exited stays held (exited)
-// until it is stopped, and writes no more.
+// taskLog implements logSource: a service's module is run again when it
+// ends, so it stays live until it is stopped; a batch module that exited
+// stays held (exited) until then, and writes no more.
 func (d *WasmDriver) taskLog(id string) (string, bool, bool) {
 	d.mu.Lock()
 	t := d.tasks[id]

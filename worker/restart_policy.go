@@ -43,6 +43,15 @@ func newRestartPolicy(now func() time.Time, stableAfter time.Duration) *restartP
 // started records that a run starts now.
 func (p *restartPolicy) started() { p.since = p.now() }
 
+// seenRunning records a run found up whose start the driver did not make
+// or see (an adopted container, one Docker or an operator started): it
+// counts from now.
+func (p *restartPolicy) seenRunning() {
+	if p.since.IsZero() {
+		p.since = p.now()
+	}
+}
+
 // ended records that the current run ended now and returns how long to
 // wait before the next start: restartMin after a run of restartReset or
 // more, else double the last delay, up to restartMax.

@@ -40,6 +40,9 @@ type WasmDriver struct {
 	logger    *slog.Logger
 	events    chan TaskEvent
 	retain    *retainStore // nil: a batch module's output goes with its task
+	// stableAfter is how long a run that follows an end must stay up
+	// before the task reads running again (restartPolicy).
+	stableAfter time.Duration
 
 	mu    sync.Mutex
 	tasks map[string]*wasmTask
@@ -73,7 +76,8 @@ func newWasmDriver(cfg RuntimeConfig, templates *templateCache, events chan Task
 	}
 	return &WasmDriver{
 		root: cfg.assignmentsDir(), templates: templates, cache: cache, memoryMiB: mib,
-		logger: cfg.Logger.With("runtime", api.RuntimeWasm), events: events, tasks: map[string]*wasmTask{},
+		logger: cfg.Logger.With("runtime", api.RuntimeWasm), events: events, stableAfter: defaultStableAfter,
+		tasks: map[string]*wasmTask{},
 	}, nil
 }
 
@@ -103,8 +107,8 @@ func (d *WasmDriver) Running() []string {
 	return slices.Sorted(maps.Keys(d.tasks))
 }
 
-// Ensure implements Driver. A module that exits stays exited (stopped or
-// failed) until its launch changes or it is stopped.
+// Ensure implements Driver. A service's module that ends is run again
+// (supervise); a batch module's stays exited until it is stopped.
 func (d *WasmDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
 	if a.Desired != api.DesiredRun {
 		_ = d.stop(ctx, a.ID, true)
@@ -145,25 +149,47 @@ func (d *WasmDriver) start(a api.Assignment, spec string, failures int) *wasmTas
 	go func() {
 		defer close(t.done)
 		defer cancel()
-		state, msg := d.runSafely(ctx, a, t)
-		if ctx.Err() != nil {
-			state, msg = api.JobStopped, "" // stopped on purpose
-		}
-		d.set(a.ID, t, state, msg)
+		d.supervise(ctx, a, t)
 	}()
 	return t
 }
 
+// supervise runs the module until ctx ends. A service's module that ran and
+// ended is run again as restartPolicy says; a batch module's end, a failed
+// deploy (retried by Ensure, retryDue) or a module that cannot be compiled
+// ends it.
+func (d *WasmDriver) supervise(ctx context.Context, a api.Assignment, t *wasmTask) {
+	policy := newRestartPolicy(time.Now, d.stableAfter)
+	for {
+		state, msg, ran := d.runSafely(ctx, a, t, policy)
+		if ctx.Err() != nil {
+			state, msg = api.JobStopped, "" // stopped on purpose
+		}
+		d.set(a.ID, t, state, msg)
+		if !ran || a.RunOnce || ctx.Err() != nil {
+			return
+		}
+		delay := time.NewTimer(policy.ended())
+		select {
+		case <-ctx.Done(): // a stop cancels the pending restart
+			delay.Stop()
+			d.set(a.ID, t, api.JobStopped, "")
+			return
+		case <-delay.C:
+		}
+	}
+}
+
 // runSafely turns a panic inside the runtime (a hostile module must not
-// take the worker down) into a failure.
-func (d *WasmDriver) runSafely(ctx context.Context, a api.Assignment, t *wasmTask) (state, msg string) {
+// take the worker down) into a failure, not restarted.
+func (d *WasmDriver) runSafely(ctx context.Context, a api.Assignment, t *wasmTask, policy *restartPolicy) (state, msg string, ran bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.logger.Error("wasm runtime panicked", "assignment", a.ID, "panic", r)
-			state, msg = api.JobFailed, fmt.Sprintf("the wasm runtime failed: %v", r)
+			state, msg, ran = api.JobFailed, fmt.Sprintf("the wasm runtime failed: %v", r), false
 		}
 	}()
-	return d.run(ctx, a, t)
+	return d.run(ctx, a, t, policy)
 }
 
 // prepare fetches and unpacks the template and reads the module and its
@@ -190,8 +216,9 @@ func (d *WasmDriver) prepare(ctx context.Context, a api.Assignment, dir string) 
 	return module, append(params, ident...), nil
 }
 
-// run prepares and runs the module until it exits or ctx ends.
-func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (string, string) {
+// run prepares and runs the module until it exits or ctx ends; ran says
+// that the module started (its end is one to restart).
+func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask, policy *restartPolicy) (state, msg string, ran bool) {
 	dir := taskDir(d.root, a.ID)
 	stack := filepath.Join(dir, stackDir)
 	module, env, err := d.prepare(ctx, a, dir)
@@ -203,7 +230,7 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 		t.retryAt = time.Now().Add(min(time.Second<<min(t.failures, 6), time.Minute))
 		d.mu.Unlock()
 		d.logger.Warn("deploy failed", "assignment", a.ID, "retry", retry, "err", err)
-		return api.JobFailed, lastLines([]byte("deploy failed: "+err.Error()), 20)
+		return api.JobFailed, lastLines([]byte("deploy failed: "+err.Error()), 20), false
 	}
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).
 		WithMemoryLimitPages(d.memoryPages(a)).WithCompilationCache(d.cache)
@@ -212,11 +239,11 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	compiled, err := r.CompileModule(ctx, module)
 	if err != nil {
-		return api.JobFailed, "compile main.wasm: " + err.Error()
+		return api.JobFailed, "compile main.wasm: " + err.Error(), false
 	}
 	stdout, stderr, err := openLogs(dir)
 	if err != nil {
-		return api.JobFailed, err.Error()
+		return api.JobFailed, err.Error(), false
 	}
 	defer stdout.Close()
 	defer stderr.Close()
@@ -232,19 +259,24 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask) (st
 	for _, v := range env {
 		mc = mc.WithEnv(v.Name, v.Value)
 	}
-	d.set(a.ID, t, api.JobRunning, "")
+	policy.started()
+	exited := make(chan struct{})
+	marked := policy.markWhenStable(exited, func() { d.set(a.ID, t, api.JobRunning, "") })
 	_, err = r.InstantiateModule(ctx, compiled, mc)
+	close(exited)
+	marked() // the run's end is set after its start, never before
 	if code, ok := moduleExitCode(err); ok && a.RunOnce && ctx.Err() == nil {
 		// A batch module ran to its end: its proc_exit code is the result.
 		d.mu.Lock()
 		t.code = code
 		d.mu.Unlock()
 		if code != 0 {
-			return api.JobExited, failureMessage("main.wasm", code, tailFile(filepath.Join(dir, stderrLog), errFrom, 10))
+			return api.JobExited, failureMessage("main.wasm", code, tailFile(filepath.Join(dir, stderrLog), errFrom, 10)), true
 		}
-		return api.JobExited, "main.wasm exited with code 0"
+		return api.JobExited, "main.wasm exited with code 0", true
 	}
-	return d.exitState(err, filepath.Join(dir, stderrLog), errFrom)
+	state, msg = d.exitState(err, filepath.Join(dir, stderrLog), errFrom)
+	return state, msg, true
 }
 
 // moduleExitCode reads how a module ended: returning from main is 0, a
@@ -271,16 +303,17 @@ func (d *WasmDriver) ExitCode(id string) (int, bool) {
 	return t.code, true
 }
 
-// exitState reads how a module ended: 0 is stopped, anything else failed
-// with the last lines of its stderr.
+// exitState reads how a service's module ended: failed, since it is to
+// run (as the exec driver says of a process), with the last lines of its
+// stderr when its code was not 0.
 func (d *WasmDriver) exitState(err error, stderrPath string, errFrom int64) (string, string) {
 	if err == nil {
-		return api.JobStopped, "main.wasm exited with code 0"
+		return api.JobFailed, "main.wasm exited with code 0"
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		if exit.ExitCode() == 0 {
-			return api.JobStopped, "main.wasm exited with code 0"
+			return api.JobFailed, "main.wasm exited with code 0"
 		}
 		return api.JobFailed, failureMessage("main.wasm", int(int32(exit.ExitCode())), tailFile(stderrPath, errFrom, 10))
 	}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,7 +23,8 @@ func wasmLaunch(ref string, params map[string]string) api.Launch {
 }
 
 // TestWasmDriver: main.wasm runs in-process with the launch's variables;
-// its exit code is reported, a stop cancels it, a module that allocates
+// its exit code is reported, a stop cancels it, a module that ends is
+// run again (checkWasmRestarts), a module that allocates
 // beyond the memory limit fails, and a job's memoryLimitMiB replaces the
 // driver's default.
 func TestWasmDriver(t *testing.T) {
@@ -37,6 +39,7 @@ func TestWasmDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.StopAll(context.Background()) })
+	d.drivers[api.RuntimeWasm].(*WasmDriver).stableAfter = 200 * time.Millisecond // checkWasmRestarts
 
 	t.Run("env and stop", func(t *testing.T) {
 		a := assignment("w1", "b1", "mod", wasmLaunch(ref, map[string]string{"GREETING": "a $b\nc"}), api.RuntimeWasm)
@@ -63,13 +66,18 @@ func TestWasmDriver(t *testing.T) {
 		if !strings.Contains(msg, "exited with code 5") || !strings.Contains(msg, "about to fail") {
 			t.Fatalf("failure message %q", msg)
 		}
+		// A service's module that ends cleanly is not done either: it is
+		// run again, and reads failed meanwhile.
 		a.Launch.Parameters = map[string]string{"WORKLOAD_EXIT": "0"}
-		if msg := waitState(t, d, a, api.JobStopped, time.Minute); !strings.Contains(msg, "code 0") {
-			t.Fatalf("clean exit message %q", msg)
-		}
+		poll.Eventually(t, time.Minute, "the clean exit reported", func() error {
+			state, msg := d.Ensure(context.Background(), a)
+			return poll.Check(state == api.JobFailed && msg == "main.wasm exited with code 0", "%s %q", state, msg)
+		})
+		_ = d.Stop(context.Background(), a.ID) // no restarts while the other cases run
 	})
 
 	t.Run("logs served", func(t *testing.T) { checkWasmLogs(t, d, ref) })
+	t.Run("a module that ends is restarted", func(t *testing.T) { checkWasmRestarts(t, d, dataDir, ref) })
 
 	t.Run("batch exit code", func(t *testing.T) {
 		a := assignment("w1", "b5", "mod", wasmLaunch(ref, map[string]string{"WORKLOAD_EXIT": "5", "WORKLOAD_STDERR": "no input"}), api.RuntimeWasm)
@@ -99,6 +107,7 @@ func TestWasmDriver(t *testing.T) {
 		if !strings.Contains(logOf(dataDir, a.ID, stderrLog), "out of memory") {
 			t.Fatalf("the module failed, but not for lack of memory: %s", msg)
 		}
+		_ = d.Stop(context.Background(), a.ID)
 	})
 
 	t.Run("the job's memory limit replaces the default", func(t *testing.T) {
@@ -169,5 +178,35 @@ func TestWasmMemoryPages(t *testing.T) {
 		if got := d.memoryPages(api.Assignment{MemoryMiB: tc.request, MemoryLimitMiB: tc.limit}); got != tc.want {
 			t.Errorf("request %d, limit %d MiB: %d pages, want %d", tc.request, tc.limit, got, tc.want)
 		}
+	}
+}
+
+// checkWasmRestarts: a service's module that exits non-zero is run again
+// after the backoff; the restarted run reads failed until it has stayed up
+// (stableAfter, short in TestWasmDriver), then running; a stop while a
+// restart is pending ends the task for good. The driver used to leave the
+// module failed until its launch changed. TestWasmDriver runs it with its
+// dispatcher, whose compiled module is cached.
+func checkWasmRestarts(t *testing.T, d *Dispatcher, dataDir, ref string) {
+	params := map[string]string{"WORKLOAD_EXIT": "3", "WORKLOAD_AFTER": "2s", "WORKLOAD_STDERR": "crashing"}
+	a := assignment("w1", "b6", "mod", wasmLaunch(ref, params), api.RuntimeWasm)
+	d.Ensure(t.Context(), a)
+	want := []string{api.JobRunning, api.JobFailed, api.JobRunning, api.JobFailed}
+	if states := collectStates(t, d, a.ID, len(want), 2*time.Minute); !slices.Equal(states, want) {
+		t.Fatalf("states %v, want %v", states, want)
+	}
+	if runs := strings.Count(logOf(dataDir, a.ID, stderrLog), "exiting with code 3"); runs < 2 {
+		t.Fatalf("the module ran %d times, want 2 or more", runs)
+	}
+	// The second restart waits 2 s: the stop comes while it is pending.
+	a.Desired = api.DesiredStop
+	if state, _ := d.Ensure(t.Context(), a); state != api.JobStopped {
+		t.Fatalf("stop: %s", state)
+	}
+	if slices.Contains(d.Running(), a.ID) {
+		t.Fatalf("still running: %v", d.Running())
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "assignments", taskName(a.ID))); !os.IsNotExist(err) {
+		t.Fatalf("the task's directory is back (a run after the stop?): %v", err)
 	}
 }
