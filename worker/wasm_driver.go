@@ -259,24 +259,40 @@ func (d *WasmDriver) run(ctx context.Context, a api.Assignment, t *wasmTask, pol
 	for _, v := range env {
 		mc = mc.WithEnv(v.Name, v.Value)
 	}
+	err = d.instantiate(ctx, r, compiled, mc, a.ID, t, policy)
+	state, msg = d.endState(ctx, a.RunOnce, t, err, filepath.Join(dir, stderrLog), errFrom)
+	return state, msg, true
+}
+
+// instantiate runs the module once, reading running when the policy says
+// (at once, or once a run after an end has stayed up), until it ends.
+func (d *WasmDriver) instantiate(ctx context.Context, r wazero.Runtime, compiled wazero.CompiledModule,
+	mc wazero.ModuleConfig, id string, t *wasmTask, policy *restartPolicy) error {
 	policy.started()
 	exited := make(chan struct{})
-	marked := policy.markWhenStable(exited, func() { d.set(a.ID, t, api.JobRunning, "") })
-	_, err = r.InstantiateModule(ctx, compiled, mc)
-	close(exited)
-	marked() // the run's end is set after its start, never before
-	if code, ok := moduleExitCode(err); ok && a.RunOnce && ctx.Err() == nil {
-		// A batch module ran to its end: its proc_exit code is the result.
-		d.mu.Lock()
-		t.code = code
-		d.mu.Unlock()
-		if code != 0 {
-			return api.JobExited, failureMessage("main.wasm", code, tailFile(filepath.Join(dir, stderrLog), errFrom, 10)), true
-		}
-		return api.JobExited, "main.wasm exited with code 0", true
+	marked := policy.markWhenStable(exited, func() { d.set(id, t, api.JobRunning, "") })
+	// Deferred, so that a panic ends the watch too: the run's end is set
+	// after its start, never before, and a dead run never reads running.
+	defer marked()
+	defer close(exited)
+	_, err := r.InstantiateModule(ctx, compiled, mc)
+	return err
+}
+
+// endState reads how a run ended: a batch module that ran to its end
+// exited with its proc_exit code, anything else as exitState says.
+func (d *WasmDriver) endState(ctx context.Context, runOnce bool, t *wasmTask, err error, stderrPath string, errFrom int64) (string, string) {
+	code, ok := moduleExitCode(err)
+	if !ok || !runOnce || ctx.Err() != nil {
+		return d.exitState(err, stderrPath, errFrom)
 	}
-	state, msg = d.exitState(err, filepath.Join(dir, stderrLog), errFrom)
-	return state, msg, true
+	d.mu.Lock()
+	t.code = code
+	d.mu.Unlock()
+	if code != 0 {
+		return api.JobExited, failureMessage("main.wasm", code, tailFile(stderrPath, errFrom, 10))
+	}
+	return api.JobExited, "main.wasm exited with code 0"
 }
 
 // moduleExitCode reads how a module ended: returning from main is 0, a
