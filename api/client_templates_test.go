@@ -99,6 +99,18 @@ func TestLaunchUnion(t *testing.T) {
 			t.Errorf("%s decoded", bad)
 		}
 	}
+	// An unknown field names the union's real shape (an operator's guess
+	// "runtime" otherwise leaves them reading the source).
+	for _, guess := range []string{`{"runtime":"docker","image":"nginx"}`, `{"driver":"docker","image":"nginx"}`,
+		`{"kind":"legacy","job":{"driver":"exec","cmd":[]}}`} {
+		var l Launch
+		err := json.Unmarshal([]byte(guess), &l)
+		if err == nil || !strings.Contains(err.Error(), `unknown field`) ||
+			!strings.Contains(err.Error(), `{"kind": "legacy", "job": {"driver": "exec"`) ||
+			!strings.Contains(err.Error(), `"kind": "productTemplate", "ref"`) || !strings.Contains(err.Error(), `"oneOf"`) {
+			t.Errorf("%s: %v, want the unknown field and the launch's shape", guess, err)
+		}
+	}
 	var mixed Launch
 	if err := json.Unmarshal([]byte(`{"kind":"productTemplate","ref":"web","driver":"exec"}`), &mixed); err != nil ||
 		mixed.Kind != LaunchProductTemplate || mixed.Driver != DriverExec || mixed.Job != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Runtimes a node can advertise and a job can need (DESIGN §3.1). Matching
@@ -71,6 +72,12 @@ type RuntimeRequirement struct {
 	OneOf []string `json:"oneOf" row:"1"`
 }
 
+// launchShape is the hint an unknown launch field gets: the two kinds of
+// the union, and where a job's runtime choice goes instead.
+const launchShape = `a launch is {"kind": "legacy", "job": {"driver": "exec", "command": [...]}} ` +
+	`(driver exec, docker with an "image", or none) or {"kind": "productTemplate", "ref": "<template>"}; ` +
+	`the runtimes a job may run on are the job's "runtime": {"oneOf": [...]}, beside its launch`
+
 // UnmarshalJSON reads a launch strictly (unknown fields are an error, as
 // everywhere in the API) and turns the older {driver, command, env} shape
 // into a legacy launch, so that it reads back in the union's form.
@@ -80,6 +87,11 @@ func (l *Launch) UnmarshalJSON(raw []byte) error {
 	dec.DisallowUnknownFields()
 	var p plain
 	if err := dec.Decode(&p); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			// A guessed field ("runtime", "image" beside "driver") says
+			// nothing of the real shape; name it, so the fix is one read.
+			return fmt.Errorf("launch: %w; %s", err, launchShape)
+		}
 		return fmt.Errorf("launch: %w", err)
 	}
 	*l = Launch(p)
