@@ -58,7 +58,7 @@ func newNodeListCmd(a *app) *cobra.Command {
 
 // nodeRow is a node's line in `node list`.
 func nodeRow(n api.NodeSummary, now time.Time) []string {
-	sched := scheduling(api.Node{Cordoned: n.Cordoned, Draining: n.Draining})
+	sched := scheduling(api.Node{Status: n.Status, Cordoned: n.Cordoned, Draining: n.Draining})
 	gpu := "-"
 	if n.GPUCapacity > 0 {
 		gpu = frac(n.ReservedGPU, n.GPUCapacity, "")
@@ -77,12 +77,17 @@ func otherLabels(labels map[string]string) map[string]string {
 	return out
 }
 
+// scheduling says whether new placements may come to the node: the
+// operator's marks first (they outlast an outage), then its status, since
+// placement takes only ready nodes (DESIGN §3.1, stage placeable).
 func scheduling(n api.Node) string {
 	switch {
 	case n.Draining:
 		return "draining"
 	case n.Cordoned:
 		return "cordoned"
+	case n.Status != api.NodeReady:
+		return "ineligible"
 	}
 	return "eligible"
 }
