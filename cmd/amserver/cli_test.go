@@ -202,6 +202,11 @@ func TestStatusJSONAndNoLeader(t *testing.T) {
 	if r.code != exitFailure || !strings.Contains(r.stdout, "none known") || !strings.Contains(r.stderr, "no leader") {
 		t.Errorf("no leader: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// A server restarted without a quorum has applied nothing: its index
+	// 0 says so in the words --stale's warning uses for the same state.
+	if !strings.Contains(r.stdout, "Index       0 ("+emptyState+")") {
+		t.Errorf("empty state's index:\n%s", r.stdout)
+	}
 }
 
 // TestWrites checks what the write commands send and print.

@@ -91,6 +91,10 @@ func printStatus(w io.Writer, st *clusterStatus) error {
 		t.row("Leader", "none known (an election is running, or quorum is lost)")
 	}
 	t.row("Raft peers", strconv.Itoa(h.Peers))
-	t.row("Index", strconv.FormatUint(h.Index, 10))
+	index := strconv.FormatUint(h.Index, 10)
+	if h.Index == 0 {
+		index += " (" + emptyState + ")"
+	}
+	t.row("Index", index)
 	return t.flush()
 }

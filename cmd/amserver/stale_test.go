@@ -14,20 +14,23 @@ import (
 // or a read without --stale, says nothing.
 func TestStaleReadsWarn(t *testing.T) {
 	for _, tc := range []struct {
-		name, known, contactMs string
-		stale                  bool
-		warn                   string
+		name, index, known, contactMs string
+		stale                         bool
+		warn                          string
 	}{
-		{"no leader", "false", "0", true, "knows no leader"},
-		{"leader silent for 30s", "true", "30000", true, "last heard from its leader 30s ago"},
-		{"leader in touch", "true", "120", true, ""},
-		{"not a stale read", "false", "0", false, ""},
+		{"no leader", "42", "false", "0", true, "knows no leader: this may be out of date (state index 42)"},
+		// The header's 1 is a state index of 0, which `status` prints as
+		// such: the warning says the state is empty, not "index 1".
+		{"no leader, empty state", "1", "false", "0", true, "knows no leader: this may be out of date (" + emptyState + ")"},
+		{"leader silent for 30s", "42", "true", "30000", true, "last heard from its leader 30s ago"},
+		{"leader in touch", "42", "true", "120", true, ""},
+		{"not a stale read", "42", "false", "0", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t)
 			f.on("GET /v1/bundles", func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
-				w.Header().Set(api.HeaderIndex, "1")
+				w.Header().Set(api.HeaderIndex, tc.index)
 				w.Header().Set(api.HeaderKnownLeader, tc.known)
 				w.Header().Set(api.HeaderLastContact, tc.contactMs)
 				if r.URL.Query().Get("next_token") == "" {
