@@ -6,10 +6,12 @@ import (
 	"io"
 	"time"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/raftstore"
+	"github.com/amserver/amserver/scheduler"
 )
 
 // backend adapts the server to what the HTTP API declares it needs: the
@@ -41,11 +43,25 @@ func (b *backend) Member(name string) (gossip.Member, bool) {
 	return b.srv.gossip.Member(name)
 }
 
-func (b *backend) Plan(ctx context.Context, spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
+func (b *backend) Plan(ctx context.Context, spec fsm.BundleSpec) (httpapi.PlanResult, error) {
 	if err := b.ReadBarrier(ctx, raftstore.ReadDefault); err != nil {
-		return nil, nil, err
+		return httpapi.PlanResult{}, err
 	}
-	return b.srv.engine.DryRun(b.State(), spec, b.AppliedIndex())
+	r := b.srv.engine.Plan(b.State(), spec, b.AppliedIndex())
+	return httpapi.PlanResult{Bundle: r.Bundle, Explain: r.Explain, Evictions: evictionsToAPI(r.Victims)}, nil
+}
+
+// evictionsToAPI lists a plan's victims as the API shows them.
+func evictionsToAPI(victims []scheduler.Victim) []api.PlanEviction {
+	var out []api.PlanEviction
+	for _, v := range victims {
+		role := api.RoleBackup
+		if v.Primary {
+			role = api.RolePrimary
+		}
+		out = append(out, api.PlanEviction{BundleID: v.BundleID, Priority: v.Priority, Role: role, Promoted: v.Promoted, Jobs: v.Jobs})
+	}
+	return out
 }
 
 func (b *backend) RaftInfo(ctx context.Context) (raftstore.Info, error) { return b.Info(ctx) }

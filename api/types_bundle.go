@@ -274,8 +274,25 @@ type ValidateResponse struct {
 }
 
 // PlanResponse answers POST /v1/bundles/plan: the bundle as it would be
-// placed, and why anything stays unplaced.
+// placed, why anything stays unplaced, and the replicas a preemption would
+// evict to place it.
 type PlanResponse struct {
-	Bundle  Bundle   `json:"bundle"`
-	Explain *Explain `json:"explain,omitempty"`
+	Bundle    Bundle         `json:"bundle"`
+	Explain   *Explain       `json:"explain,omitempty"`
+	Evictions []PlanEviction `json:"evictions,omitempty"`
+}
+
+// PlanEviction is a replica of a lower-band bundle that placing the
+// planned one would evict (DESIGN §3.5).
+type PlanEviction struct {
+	BundleID string `json:"bundleId"`
+	// Priority is the victim's effective band.
+	Priority string `json:"priority"`
+	// Role is the evicted replica's: primary or backup.
+	Role string `json:"role"`
+	// Promoted is true when the victim's backup would take over its
+	// evicted primary; a primary evicted without it leaves the bundle
+	// pending, a backup evicted leaves it with noBackup.
+	Promoted bool     `json:"promoted,omitempty"`
+	Jobs     []string `json:"jobs"`
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/raftstore"
@@ -71,9 +72,17 @@ type Membership interface {
 
 // Planner runs placement as a dry run.
 type Planner interface {
-	// Plan returns the bundle as it would be placed and the explanation;
-	// ErrNotImplemented until a scheduler is wired.
-	Plan(ctx context.Context, spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error)
+	// Plan returns the bundle as it would be placed, the explanation and
+	// what a preemption would evict; ErrNotImplemented until a scheduler
+	// is wired.
+	Plan(ctx context.Context, spec fsm.BundleSpec) (PlanResult, error)
+}
+
+// PlanResult is a dry run's answer.
+type PlanResult struct {
+	Bundle    *fsm.Bundle
+	Explain   *fsm.Explain
+	Evictions []api.PlanEviction
 }
 
 // Backend is everything the HTTP API needs from the server runtime.

@@ -42,7 +42,7 @@ type testBackend struct {
 	barrierHang bool // ReadBarrier waits for its context: a leader that lost its quorum
 	lastContact time.Duration
 	members     []gossip.Member
-	plan        func(fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error)
+	plan        func(fsm.BundleSpec) (PlanResult, error)
 	panicOn     string // "members": Members panics
 	transferred []string
 	removed     []string
@@ -257,12 +257,12 @@ func (b *testBackend) RestoreSnapshot(ctx context.Context, r io.Reader) error {
 	return nil
 }
 
-func (b *testBackend) Plan(ctx context.Context, spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
+func (b *testBackend) Plan(ctx context.Context, spec fsm.BundleSpec) (PlanResult, error) {
 	b.mu.Lock()
 	plan := b.plan
 	b.mu.Unlock()
 	if plan == nil {
-		return nil, nil, ErrNotImplemented
+		return PlanResult{}, ErrNotImplemented
 	}
 	return plan(spec)
 }

@@ -330,15 +330,19 @@ func TestValidateAndPlan(t *testing.T) {
 		t.Fatalf("plan without scheduler: %v", err)
 	}
 	e.b.set(func(b *testBackend) {
-		b.plan = func(spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
-			return nil, &fsm.Explain{NodesEvaluated: 1, Filtered: map[string]int{"capacity": 1},
-				NearestMiss: &fsm.NearestMiss{NodeID: "n1", Stage: "capacity", Detail: "short"}}, nil
+		b.plan = func(spec fsm.BundleSpec) (PlanResult, error) {
+			return PlanResult{Explain: &fsm.Explain{NodesEvaluated: 1, Filtered: map[string]int{"capacity": 1},
+				NearestMiss: &fsm.NearestMiss{NodeID: "n1", Stage: "capacity", Detail: "short"}},
+				Evictions: []api.PlanEviction{{BundleID: "low", Priority: "bronze", Role: "primary", Promoted: true, Jobs: []string{"a"}}}}, nil
 		}
 	})
 	plan, err := e.c.PlanBundle(ctx(t), validSpec("p"))
 	if err != nil || plan.Bundle.ID != "p" || plan.Explain.Filtered["capacity"] != 1 || plan.Explain.NearestMiss.NodeID != "n1" ||
 		plan.Bundle.Replicas[0].Jobs[0].Name != "enc" {
 		t.Fatalf("plan = %+v, %v", plan, err)
+	}
+	if len(plan.Evictions) != 1 || plan.Evictions[0].BundleID != "low" || !plan.Evictions[0].Promoted || plan.Evictions[0].Role != "primary" {
+		t.Fatalf("plan's evictions = %+v", plan.Evictions)
 	}
 	if stateHash(t, e.b.State()) != before {
 		t.Fatal("validate or plan changed state")

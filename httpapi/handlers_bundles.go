@@ -94,10 +94,11 @@ func (s *Server) planBundle(c echo.Context) error {
 		return err
 	}
 	s.b.State().ResolveRefs(&spec, nil) // shown pinned, as a create would store it
-	b, explain, err := s.b.Plan(c.Request().Context(), spec)
+	plan, err := s.b.Plan(c.Request().Context(), spec)
 	if err != nil {
 		return err
 	}
+	b, explain := plan.Bundle, plan.Explain
 	if b == nil {
 		b = unplacedBundle(spec)
 	}
@@ -105,7 +106,7 @@ func (s *Server) planBundle(c echo.Context) error {
 		explain = b.Explain
 	}
 	setIndex(c, s.b.State().Index())
-	return c.JSON(http.StatusOK, api.PlanResponse{Bundle: bundleToAPI(b), Explain: explainToAPI(explain)})
+	return c.JSON(http.StatusOK, api.PlanResponse{Bundle: bundleToAPI(b), Explain: explainToAPI(explain), Evictions: plan.Evictions})
 }
 
 func (s *Server) getBundle(c echo.Context) error {

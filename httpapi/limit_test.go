@@ -27,10 +27,10 @@ func busyEnv(t *testing.T, total, perCaller int) (e *env, release chan struct{},
 	release, planned = make(chan struct{}), &atomic.Int64{}
 	t.Cleanup(func() { close(release) })
 	b.set(func(b *testBackend) {
-		b.plan = func(fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
+		b.plan = func(fsm.BundleSpec) (PlanResult, error) {
 			planned.Add(1)
 			<-release
-			return nil, nil, nil
+			return PlanResult{}, nil
 		}
 	})
 	return e, release, planned

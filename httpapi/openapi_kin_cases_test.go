@@ -100,7 +100,7 @@ func kinBundleCases() []kinCase {
 	replace := string(mustJSONNoT(func() api.BundleSpec { s := validSpec("b1"); s.ID = ""; return s }()))
 	setPlanner := func(e *env) {
 		e.b.set(func(b *testBackend) {
-			b.plan = func(spec fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) { return unplacedBundle(spec), nil, nil }
+			b.plan = func(spec fsm.BundleSpec) (PlanResult, error) { return PlanResult{Bundle: unplacedBundle(spec)}, nil }
 		})
 	}
 	return []kinCase{

@@ -32,7 +32,7 @@ var schemaTypes = []reflect.Type{
 	typ[api.Placement](), typ[api.Resilience](), typ[api.RestartPolicy](), typ[api.BundleSpec](),
 	typ[api.JobPlacement](), typ[api.Replica](), typ[api.Degradation](), typ[api.NearestMiss](),
 	typ[api.Explain](), typ[api.Bundle](), typ[api.CreateResponse](), typ[api.ValidateResponse](),
-	typ[api.PlanResponse](), typ[api.Event](), typ[api.NodeService](),
+	typ[api.PlanResponse](), typ[api.PlanEviction](), typ[api.Event](), typ[api.NodeService](),
 	typ[api.Keyring](), typ[api.KeyringKey](), typ[api.KeyringMember](), typ[api.KeyringRequest](),
 	typ[api.BundleSummary](), typ[api.ReplicaSummary](), typ[api.NodeSummary](),
 }

@@ -170,7 +170,7 @@ func (p *placer) placeOne(batch *scheduler.Batch, b *fsm.Bundle, budget *int, no
 // mayPreempt says whether b searches for victims now, spending the pass's
 // budget; a bundle its pause stops is deferred to the pause's end.
 func (p *placer) mayPreempt(b *fsm.Bundle, budget *int, now time.Time) bool {
-	if b.Spec.Kind != "" || b.Replicas[0].Complete() || b.Spec.EffectiveBand() >= fsm.Band(fsm.PriorityBronze) {
+	if !scheduler.Preempts(b) {
 		return false
 	}
 	if last, ok := p.tried[b.ID()]; ok && now.Sub(last) < preemptRetry {

@@ -7,14 +7,32 @@ import (
 	"github.com/amserver/amserver/ledger"
 )
 
-// DryRun places a spec as a new bundle would be placed, with the same code
-// path and seed as the leader's batch, and returns the bundle as it would be
-// (replicas, grants, degradations, state) and the explanation of what could
-// not be placed: the primary's when it does not fit, else the backup's when
-// there is none; nil when everything fits. A bundle with the same id that
-// already exists is treated as replaced: its reservations are released
-// hypothetically first. Nothing is committed.
+// DryRunResult is a dry run's answer: the bundle as it would be (replicas,
+// grants, degradations, state), the explanation of what could not be
+// placed (the primary's when it does not fit, else the backup's when there
+// is none; nil when everything fits), and the replicas of lower-band
+// bundles a preemption would evict to place it, in the order preferred.
+type DryRunResult struct {
+	Bundle  *fsm.Bundle
+	Explain *fsm.Explain
+	Victims []Victim
+}
+
+// DryRun is Plan without the victims.
 func (sn *Snapshot) DryRun(spec fsm.BundleSpec, seed uint64) (*fsm.Bundle, *fsm.Explain) {
+	r := sn.Plan(spec, seed)
+	return r.Bundle, r.Explain
+}
+
+// Plan places a spec as a new bundle would be placed, with the same code
+// path and seed as the leader's batch: a primary that does not fit and may
+// preempt (Preempts) searches for victims as the leader's first pass over
+// the new bundle does, so the plan shows the evictions the create would
+// make instead of calling the bundle unplaceable. A bundle with the same id
+// that already exists is treated as replaced: its reservations are released
+// hypothetically first, and it is no victim of itself. Nothing is
+// committed.
+func (sn *Snapshot) Plan(spec fsm.BundleSpec, seed uint64) DryRunResult {
 	spec = cloneSpec(spec)
 	fsm.Normalize(&spec)
 	b := &fsm.Bundle{Spec: spec, Epoch: 1}
@@ -30,13 +48,31 @@ func (sn *Snapshot) DryRun(spec fsm.BundleSpec, seed uint64) (*fsm.Bundle, *fsm.
 		for _, k := range old.Held() {
 			ledger.Release(batch.overlay, k)
 		}
+		// Marked as changed by this batch (with no part), the old version
+		// is no preemption candidate (victimOf).
+		batch.updated = map[string]bool{spec.ID: true}
 	}
-	res := batch.Place(b)
+	var res Result
+	if Preempts(b) {
+		res = batch.Preempt(b)
+	}
+	if res.Update == nil {
+		res = batch.Place(b) // as the leader's placeOne: why it does not fit without evicting
+	}
 	applyResult(b, res)
-	if res.Explain != nil {
-		return b, res.Explain
+	ex := res.Explain
+	if ex == nil {
+		ex = res.BackupExplain
 	}
-	return b, res.BackupExplain
+	return DryRunResult{Bundle: b, Explain: ex, Victims: res.Victims}
+}
+
+// Preempts says whether a bundle's placement may evict lower bands (DESIGN
+// §3.5): a resilient bundle whose primary is incomplete, in a band above
+// bronze. The leader also rations the searches (placer.mayPreempt).
+func Preempts(b *fsm.Bundle) bool {
+	return b.Spec.Kind == "" && len(b.Replicas) > 0 && !b.Replicas[0].Complete() &&
+		b.Spec.EffectiveBand() < fsm.Band(fsm.PriorityBronze)
 }
 
 // cloneSpec copies what Normalize writes to, so the caller's spec is kept.

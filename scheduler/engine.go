@@ -135,3 +135,9 @@ func (e *Engine) DryRun(st *fsm.State, spec fsm.BundleSpec, seed uint64) (*fsm.B
 	b, ex := e.Snapshot(st).DryRun(spec, seed)
 	return b, ex, nil
 }
+
+// Plan is Snapshot.Plan on a fresh snapshot of st: DryRun with the
+// evictions a preemption would make.
+func (e *Engine) Plan(st *fsm.State, spec fsm.BundleSpec, seed uint64) DryRunResult {
+	return e.Snapshot(st).Plan(spec, seed)
+}

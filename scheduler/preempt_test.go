@@ -184,6 +184,9 @@ func preemptWorld(t *testing.T, tc preemptCase) *cluster {
 		c.node(mkNode(fmt.Sprintf("n%d", i), "p", fmt.Sprintf("az%d", i), "x", 8000, 0))
 	}
 	for _, r := range append(slices.Clone(tc.residents), tc.preemptor) {
+		if r.id == "" {
+			continue // no preemptor: a dry run's world
+		}
 		spec := r.spec()
 		if r.id == tc.preemptor.id && tc.constraint != "" {
 			spec.Jobs[0].EditRules().Constraints = []string{tc.constraint}

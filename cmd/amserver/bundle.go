@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -83,15 +84,44 @@ func newBundlePlanCmd(a *app) *cobra.Command {
 
 func printPlan(w io.Writer, plan *api.PlanResponse) error {
 	b := &plan.Bundle
-	fmt.Fprintf(w, "Plan for bundle %s (dry run, nothing was changed): would be %s\n",
-		clean(orDefault(quoted(b.ID), "(no id)")), clean(orDefault(b.State, "unknown")))
+	how := ""
+	if n := len(plan.Evictions); n > 0 {
+		how = fmt.Sprintf(" by evicting %d replica(s) of lower-priority bundles", n)
+	}
+	fmt.Fprintf(w, "Plan for bundle %s (dry run, nothing was changed): would be %s%s\n",
+		clean(orDefault(quoted(b.ID), "(no id)")), clean(orDefault(b.State, "unknown")), how)
 	printReplicas(w, b)
+	if err := printEvictions(w, plan.Evictions); err != nil {
+		return err
+	}
 	explain := plan.Explain
 	if explain == nil {
 		explain = b.Explain
 	}
 	printExplain(w, explain)
 	return nil
+}
+
+// printEvictions lists what a plan's preemption would evict, and what
+// becomes of each victim (DESIGN §3.5).
+func printEvictions(w io.Writer, evictions []api.PlanEviction) error {
+	if len(evictions) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nEvictions")
+	t := newTable(w)
+	t.row("BUNDLE", "PRIORITY", "REPLICA", "JOBS", "THEN")
+	for _, v := range evictions {
+		then := "noBackup (its primary keeps running)"
+		switch {
+		case v.Role == api.RolePrimary && v.Promoted:
+			then = "its backup is promoted"
+		case v.Role == api.RolePrimary:
+			then = "pending: no backup takes over"
+		}
+		t.row(clean(v.BundleID), clean(v.Priority), clean(v.Role), clean(strings.Join(v.Jobs, ",")), then)
+	}
+	return t.flush()
 }
 
 func newBundleListCmd(a *app) *cobra.Command {

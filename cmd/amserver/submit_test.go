@@ -159,13 +159,17 @@ func TestPlan(t *testing.T) {
 	f := newFake(t)
 	placed := version(api.StatePlaced, 0)
 	f.reply("POST /v1/bundles/plan", http.StatusOK, api.PlanResponse{Bundle: placed,
-		Explain: &api.Explain{NodesEvaluated: 5, Filtered: map[string]int{"taints": 2}}})
+		Explain: &api.Explain{NodesEvaluated: 5, Filtered: map[string]int{"taints": 2}},
+		Evictions: []api.PlanEviction{{BundleID: "low-1", Priority: "bronze", Role: "primary", Promoted: true, Jobs: []string{"a", "b"}},
+			{BundleID: "low-2", Priority: "silver", Role: "backup", Jobs: []string{"a"}},
+			{BundleID: "low-3", Priority: "bronze", Role: "primary", Jobs: []string{"c"}}}})
 	file := writeFile(t, t.TempDir(), "b.yaml", "id: enc-1\npool: live\njobs: [{name: encoder}]\n")
 	r := runCLI(t, f.srv.URL, "", "bundle", "plan", file)
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, s := range []string{`Plan for bundle "enc-1" (dry run, nothing was changed): would be placed`, "Explain: 5 nodes evaluated"} {
+	for _, s := range []string{`Plan for bundle "enc-1" (dry run, nothing was changed): would be placed by evicting 3 replica(s) of lower-priority bundles`,
+		"Explain: 5 nodes evaluated", "\nEvictions\n"} {
 		if !strings.Contains(r.stdout, s) {
 			t.Errorf("output lacks %q:\n%s", s, r.stdout)
 		}
@@ -175,6 +179,12 @@ func TestPlan(t *testing.T) {
 	}
 	if got := cell(t, r.stdout, "NODES REMOVED", "taints"); got != "2" {
 		t.Errorf("taints = %q", got)
+	}
+	for _, c := range []cellWant{{"THEN", "low-1", "its backup is promoted"}, {"JOBS", "low-1", "a,b"}, {"REPLICA", "low-2", "backup"},
+		{"THEN", "low-2", "noBackup (its primary keeps running)"}, {"THEN", "low-3", "pending: no backup takes over"}} {
+		if got := cell(t, r.stdout, c.col, c.row); got != c.value {
+			t.Errorf("evictions: %s of %s = %q, want %q", c.col, c.row, got, c.value)
+		}
 	}
 }
 
