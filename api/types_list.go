@@ -89,7 +89,8 @@ type NodeSummary struct {
 	// Memory in MiB: the node's total and what requests hold of it.
 	TotalMemoryMiB    int64 `json:"totalMemoryMiB"`
 	ReservedMemoryMiB int64 `json:"reservedMemoryMiB"`
-	// GPUCapacity sums the devices' capacity, ReservedGPU what is held of it.
+	// GPUCapacity sums the devices' capacity, ReservedGPU what is held of it
+	// (shares, and an exclusively held device whole).
 	GPUCapacity float64   `json:"gpuCapacity"`
 	ReservedGPU float64   `json:"reservedGpu"`
 	Assignments int       `json:"assignments"`

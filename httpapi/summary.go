@@ -79,10 +79,19 @@ func nodeSummary(n *api.Node) api.NodeSummary {
 		Assignments: n.Assignments, LastSeen: n.LastSeen,
 		CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
 	}
+	total := make(map[int]float64, len(n.GPUs))
 	for _, g := range n.GPUs {
 		out.GPUCapacity += g.TotalCapacity
+		total[g.Index] = g.TotalCapacity
 	}
 	for _, g := range n.Reserved.GPUs {
+		// An exclusive hold books no share (its capacity reads 0) but
+		// takes the whole device: counted as shares, a node whose GPUs
+		// are all held read as idle in node list.
+		if g.Exclusive {
+			out.ReservedGPU += total[g.Index]
+			continue
+		}
 		out.ReservedGPU += g.Capacity
 	}
 	return out

@@ -60,14 +60,14 @@ var tableCases = []tableCase{
 		"Placement   sameNodeDefault=false sameAz=soft", "created 5, modified 9"}},
 	{"node list", []string{"node", "list"}, []cellWant{
 		{"STATUS", "w-1", "ready"}, {"SCHEDULING", "w-1", "cordoned"}, {"AZ", "w-1", "az1"}, {"CLOUD", "w-1", "aws"},
-		{"TIER", "w-1", "onprem"}, {"CAPACITY", "w-1", "2.5/16 cap"}, {"CORES", "w-1", "4/32"}, {"GPU", "w-1", "0.5/2"},
+		{"TIER", "w-1", "onprem"}, {"CAPACITY", "w-1", "2.5/16 cap"}, {"CORES", "w-1", "4/32"}, {"GPU", "w-1", "1.5/2"},
 		{"ASSIGNMENTS", "w-1", "2"}, {"LAST SEEN", "w-1", "2m ago"},
 	}, nil},
 	{"node list wide", []string{"node", "list", "-o", "wide"}, []cellWant{
 		{"MEMORY", "w-1", "6144/65536 MiB"}, {"OTHER LABELS", "w-1", "rack=r7"},
 	}, nil},
 	{"node status", []string{"node", "status", "w-1"}, []cellWant{
-		{"RESERVED", "0", "0.5/1"}, {"EXCLUSIVE", "0", "no"}, {"MODEL", "1", "A100"},
+		{"RESERVED", "0", "0.5/1"}, {"EXCLUSIVE", "0", "no"}, {"MODEL", "1", "A100"}, {"RESERVED", "1", "1/1"}, {"EXCLUSIVE", "1", "yes"},
 		{"RESERVED", "st2110-nic", "1/2"}, {"ATTRIBUTES", "st2110-nic", "speed=25g"},
 		{"OWNER", "a-1", "bundle enc-1"}, {"OWNER", "a-2", "service ptp"}, {"CORES", "a-1", "0-3"}, {"EPOCH", "a-1", "3"},
 		{"MEMORY", "a-1", "2048 MiB (limit 4096)"}, {"MEMORY", "a-2", "-"},

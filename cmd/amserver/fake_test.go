@@ -218,7 +218,7 @@ func sampleNode() api.Node {
 		Tier: "onprem", Allocatable: 16,
 		AllocatableMemoryMiB: 65536,
 		Reserved: api.Reserved{Capacity: 2.5, MemoryMiB: 6144, Cores: 4, CoreSet: []int{0, 1, 2, 3},
-			GPUs:         []api.GPUReserved{{Index: 0, Capacity: 0.5}},
+			GPUs:         []api.GPUReserved{{Index: 0, Capacity: 0.5}, {Index: 1, Exclusive: true}},
 			Capabilities: []api.CapabilityCount{{Name: "st2110-nic", Count: 1}}},
 		Assignments: 2, CreateIndex: 3, ModifyIndex: 8,
 	}
@@ -238,7 +238,7 @@ func sampleBundleSummary() api.BundleSummary {
 func sampleNodeSummary() api.NodeSummary {
 	n := sampleNode()
 	return api.NodeSummary{ID: n.ID, Pool: n.Pool, Status: n.Status, Cordoned: n.Cordoned, Labels: n.Labels, Tier: n.Tier,
-		Allocatable: 16, ReservedCapacity: 2.5, TotalCores: 32, ReservedCores: 4, GPUCapacity: 2, ReservedGPU: 0.5,
+		Allocatable: 16, ReservedCapacity: 2.5, TotalCores: 32, ReservedCores: 4, GPUCapacity: 2, ReservedGPU: 1.5,
 		TotalMemoryMiB: 65536, ReservedMemoryMiB: 6144,
 		Assignments: 2, LastSeen: n.LastSeen, CreateIndex: 3, ModifyIndex: 8}
 }

@@ -197,7 +197,11 @@ func printNodeGPUs(w io.Writer, n *api.Node) {
 	t.row("INDEX", "MODEL", "RESERVED", "EXCLUSIVE")
 	for _, g := range n.GPUs {
 		r := reserved[g.Index]
-		t.row(strconv.Itoa(g.Index), orDash(g.Model), frac(r.Capacity, g.TotalCapacity, ""), yesNo(r.Exclusive))
+		held := r.Capacity
+		if r.Exclusive {
+			held = g.TotalCapacity // an exclusive hold books no share but takes the device
+		}
+		t.row(strconv.Itoa(g.Index), orDash(g.Model), frac(held, g.TotalCapacity, ""), yesNo(r.Exclusive))
 	}
 	_ = t.flush() // a failed terminal write has no one to report to
 }
