@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // Fit chooses a concrete grant for req on a node with inventory inv and
@@ -45,7 +46,7 @@ func Fit(inv Inventory, used Usage, req Request) (Grant, error) {
 		}
 	}
 	if free := inv.Allocatable - used.Capacity; req.Capacity > free {
-		return Grant{}, exhausted(DimCapacity, "need %dm, %dm free of %dm", req.Capacity, free, inv.Allocatable)
+		return Grant{}, exhausted(DimCapacity, "need %s, %s free of %s", units(req.Capacity), units(free), units(inv.Allocatable))
 	}
 	if free := inv.TotalMemoryMiB - used.MemoryMiB; req.MemoryMiB > free {
 		return Grant{}, exhausted(DimMemory, "need %d MiB, %d MiB free of %d MiB", req.MemoryMiB, free, inv.TotalMemoryMiB)
@@ -149,7 +150,7 @@ func fitShare(inv Inventory, used Usage, model string, need int64) (*GPUShare, e
 		}
 	}
 	if best < 0 {
-		return nil, exhausted(DimGPU, "no %s with %dm free", gpuWord(model), need)
+		return nil, exhausted(DimGPU, "no %s with %s free", gpuWord(model), units(need))
 	}
 	return &GPUShare{Index: best, Capacity: need}, nil
 }
@@ -188,3 +189,8 @@ func fitCores(inv Inventory, used Usage, n int) ([]int, error) {
 	}
 	return out, nil
 }
+
+// units writes a milli quantity as the API and the CLI show it (0.5, not
+// 500m): Fit's details reach explanations that operators read. Check's
+// messages keep milli units; the FSM's re-check reports them.
+func units(m int64) string { return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64) }

@@ -204,3 +204,25 @@ func TestFitSharedDeviceNotExclusive(t *testing.T) {
 	_, err = Fit(inv, Usage{}.Add(excl), Request{GPUCapacity: 1})
 	wantErr(t, err, "gpu")
 }
+
+// TestFitDetailsInUnits: Fit's details reach the explanations operators
+// read (bundle plan, node services), so quantities are written as the API
+// takes them (0.5), not in milli units (500m).
+func TestFitDetailsInUnits(t *testing.T) {
+	inv := Inventory{Allocatable: 4000, GPUs: []GPU{{Index: 0, Model: "t4", Capacity: 1000}}}
+	used := Usage{Capacity: 2500, GPUs: []GPUUse{{Index: 0, Capacity: 600, Shares: 1}}}
+	tests := []struct {
+		req    Request
+		detail string
+	}{
+		{Request{Capacity: 2000}, "need 2, 1.5 free of 4"},
+		{Request{Capacity: 100, GPUCapacity: 500, GPUModel: "t4"}, "no t4 gpu with 0.5 free"},
+	}
+	for _, tt := range tests {
+		_, err := Fit(inv, used, tt.req)
+		var ex *ExhaustedError
+		if !errors.As(err, &ex) || ex.Detail != tt.detail {
+			t.Errorf("Fit(%+v) = %v, want detail %q", tt.req, err, tt.detail)
+		}
+	}
+}
