@@ -94,6 +94,10 @@ func badRequestCases() []badCase {
 		{"replace id mismatch", "PUT", bundles + "/b1", bundle(func(s *api.BundleSpec) { s.ID = "b2" }), 400, api.CodeBadRequest, ""},
 		{"replace bad cas", "PUT", bundles + "/b1?cas=abc", bundle(nil), 400, api.CodeBadRequest, ""},
 		{"replace zero cas", "PUT", bundles + "/b1?cas=0", bundle(nil), 400, api.CodeBadRequest, ""},
+		// A known parameter in another case would be ignored: an
+		// unconditional replace.
+		{"replace cas in another case", "PUT", bundles + "/b1?Cas=1", casBypass, 400, api.CodeBadRequest, ""},
+		{"list stale in another case", "GET", bundles + "?STALE", ``, 400, api.CodeBadRequest, ""},
 		{"node malformed", "PUT", "/v1/nodes/n9", `{"pool":`, 400, api.CodeBadRequest, ""},
 		{"node unknown field", "PUT", "/v1/nodes/n9", `{"pool":"p1","totalCapacity":1,"status":"ready"}`, 400, api.CodeBadRequest, ""},
 		{"node id mismatch", "PUT", "/v1/nodes/n9", `{"id":"n8","pool":"p1","totalCapacity":1}`, 400, api.CodeBadRequest, ""},

@@ -109,3 +109,20 @@ func probe(t *testing.T, base string, o op, query string) (int, string) {
 	_ = json.Unmarshal(raw, &body) // a non-JSON 400 simply names no parameter
 	return resp.StatusCode, body.Error.Message
 }
+
+// TestQueryNamesAreDocumented: the names checkQueryName guards are the
+// query parameters the document lists, so a new one is guarded too.
+func TestQueryNamesAreDocumented(t *testing.T) {
+	var documented []string
+	for _, o := range openAPI(t).ops(t) {
+		for _, p := range o.Parameters {
+			if p.In == "query" && !slices.Contains(documented, p.Name) {
+				documented = append(documented, p.Name)
+			}
+		}
+	}
+	slices.Sort(documented)
+	if !slices.Equal(documented, queryNames) {
+		t.Fatalf("query parameters documented %v, guarded %v", documented, queryNames)
+	}
+}
