@@ -87,11 +87,7 @@ func TestDockerLegacyLifecycle(t *testing.T) {
 // inspectMemory is a container's memory and memory+swap limits in bytes.
 func inspectMemory(t *testing.T, id string) string {
 	t.Helper()
-	out, err := exec.Command("docker", "inspect", "--format", "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}", id).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
+	return inspectField(t, id, "{{.HostConfig.Memory}} {{.HostConfig.MemorySwap}}")
 }
 
 // TestDockerMemoryLimit: a job's memoryLimitMiB is the container's memory
