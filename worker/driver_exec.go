@@ -178,12 +178,28 @@ func (d *ExecDriver) supervise(t *execTask) {
 		_, msg := d.exitMessage(t, err)
 		t.set(api.JobFailed, msg)
 		d.emit(t, api.JobFailed, msg)
-		delay := time.NewTimer(policy.ended())
-		select {
-		case <-t.halted:
-		case <-delay.C:
+		if !restartAfter(t.halted, policy.ended()) {
+			t.set(api.JobStopped, "") // a stop cancels the pending restart
+			return
 		}
-		delay.Stop()
+	}
+}
+
+// restartAfter waits delay and says whether to start the next run: not
+// once halted closes, even when it does as the delay ends.
+func restartAfter(halted <-chan struct{}, delay time.Duration) bool {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-halted:
+		return false
+	case <-timer.C:
+	}
+	select {
+	case <-halted:
+		return false
+	default:
+		return true
 	}
 }
 

@@ -179,3 +179,32 @@ func collectStates(t *testing.T, d Driver, id string, n int, within time.Duratio
 	})
 	return states
 }
+
+// TestExecStopDuringRestartDelay: a stop that comes while a crashed
+// service waits out its restart delay ends the task there; the loop ran
+// the command once more after the stop, which then waited for that run.
+func TestExecStopDuringRestartDelay(t *testing.T) {
+	dir := t.TempDir()
+	d, err := NewExecDriver(filepath.Join(dir, "tasks"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stopGrace = 2 * time.Second
+	runs := filepath.Join(dir, "runs")
+	a := assignment("w1", "b1", "job", api.Launch{Driver: api.DriverExec,
+		Command: []string{"sh", "-c", "echo run >> " + runs + "; exit 3"}}, api.RuntimeExec)
+	d.Ensure(t.Context(), a)
+	for ev := nextEvent(t, d); ev.State != api.JobFailed; ev = nextEvent(t, d) {
+	}
+	// The first restart waits restartMin (a second): the stop lands in it.
+	if err := d.Stop(t.Context(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(body), "run\n"); n != 1 {
+		t.Fatalf("the command ran %d times; a stop during the restart delay must not run it again", n)
+	}
+}
