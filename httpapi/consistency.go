@@ -119,8 +119,19 @@ func (s *Server) leaderAnswers(c echo.Context, next echo.HandlerFunc) (done bool
 	if _, ok := s.b.Leader(); !ok {
 		return false, nil
 	}
+	// Bounded too: a leader that accepts and never answers (a frozen
+	// process) held the forward for as long as the client waited. The
+	// bound leaves the leader its own barrier's time.
+	req := c.Request()
+	ctx, cancel := context.WithTimeout(req.Context(), 2*diagnosticBarrier)
+	defer cancel()
+	c.SetRequest(req.WithContext(ctx))
 	err = s.forward(c, false)
-	if errors.Is(err, raftstore.ErrNoLeader) && !c.Response().Committed {
+	c.SetRequest(req)
+	if gone := req.Context().Err(); gone != nil {
+		return true, gone // the client gave up
+	}
+	if (errors.Is(err, raftstore.ErrNoLeader) || ctx.Err() != nil) && !c.Response().Committed {
 		return false, nil
 	}
 	return true, err

@@ -86,3 +86,47 @@ func TestOnlyTheDiagnosticFallsBack(t *testing.T) {
 		t.Fatalf("stale raft read = %d %s", resp.StatusCode, raw)
 	}
 }
+
+// TestRaftConfigurationLeaderSilent: a leader that accepts the forward and
+// never answers (a frozen process keeps its connections open) must not
+// hold the diagnostic: once its followers lose it they know no leader, and
+// a forward in flight then waited for as long as the client did.
+func TestRaftConfigurationLeaderSilent(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	e := newEnv(t, newTestBackend("s2"))
+	e.b.setFollower(raftstore.LeaderInfo{ID: "s1", HTTPAddr: "http://" + l.Addr().String()}, 0)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*diagnosticBarrier)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.hs.URL+"/v1/operator/raft", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var rc api.RaftConfiguration
+	if err := json.NewDecoder(resp.Body).Decode(&rc); err != nil || resp.StatusCode != http.StatusOK || rc.ServerID != "s2" {
+		t.Fatalf("status %d, decode %v, answered by %q; want 200 from s2", resp.StatusCode, err, rc.ServerID)
+	}
+}
