@@ -43,6 +43,11 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 	if f.maxProvisioned < 0 || f.provisionTimeout <= 0 {
 		return agent.Config{}, errors.New("--max-provisioned-nodes must be >= 0 and --provision-timeout positive")
 	}
+	if f.rolloutSettle <= 0 {
+		// The leader would take 5 s for it: say so rather than run with
+		// another window than the one asked for.
+		return agent.Config{}, fmt.Errorf("--rollout-settle must be positive, not %s", f.rolloutSettle)
+	}
 	if f.heapHeadroomMiB < 0 || f.heapHeadroomMiB > maxHeapHeadroomMiB {
 		return agent.Config{}, fmt.Errorf("--heap-headroom-mib must be 0 (off) to %d, not %d", maxHeapHeadroomMiB, f.heapHeadroomMiB)
 	}
