@@ -52,6 +52,7 @@ fmt:
 # plain go test skips them; without the tag the linter would skip them too.
 lint:
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags e2e ./...
+	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags upgrade ./e2e/upgrade/...
 	$(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run --build-tags plantbugs ./internal/... ./e2e/sim/... ./fsm/... ./scheduler/... ./agent/... ./httpapi/...
 
 # The web UI's browser tests alone: headless Chromium against an in-process
@@ -192,12 +193,15 @@ e2e-plant: image
 	$(E2E_ENV) $(GO) test -tags e2e -count=1 -timeout 20m -run TestPlantedBugsCaught ./e2e -v
 
 # The rolling-upgrade check (e2e/upgrade, build tag upgrade): the binary at
-# BASE (a git ref in this clone; default the last release) and at HEAD's
+# BASE (a git ref in this clone; default the last release) and of the
 # working tree, 3 old servers and 2 workers on loopback upgraded one server
 # at a time as docs/operations.md §5 says, under a writer; then the new
 # features, lost acknowledgements and a restart from the data. BASE is
-# built in a detached worktree that is removed again.
+# built in a detached worktree that is removed again. UPGRADE_RUN picks the
+# tests (TestNewLeaderBeforeUpgradeEnds: an upgraded server elected leader
+# while old ones remain; not in the default run).
 BASE ?= f783f6f
+UPGRADE_RUN ?= TestRollingUpgrade
 UPGRADE_BIN = $(CURDIR)/bin/upgrade
 upgrade-check:
 	@git rev-parse --verify --quiet '$(BASE)^{commit}' >/dev/null || \
@@ -209,7 +213,7 @@ upgrade-check:
 		[ $$rc -eq 0 ] || { echo "upgrade-check: building BASE=$(BASE) failed" >&2; exit $$rc; }
 	CGO_ENABLED=0 $(GO) build -o $(UPGRADE_BIN)/amserver-new ./cmd/amserver
 	AMSERVER_UPGRADE_OLD=$(UPGRADE_BIN)/amserver-old AMSERVER_UPGRADE_NEW=$(UPGRADE_BIN)/amserver-new \
-		AMSERVER_UPGRADE_BASE='$(BASE)' $(GO) test -tags upgrade -count=1 -timeout 6m -run TestRollingUpgrade -v ./e2e/upgrade
+		AMSERVER_UPGRADE_BASE='$(BASE)' $(GO) test -tags upgrade -count=1 -timeout 6m -run '$(UPGRADE_RUN)' -v ./e2e/upgrade
 
 # Placement engine: throughput and decision latency by node count, packing.
 bench-sched:

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,24 +32,22 @@ func (l *layout) healthy(t *testing.T, within time.Duration) *proc {
 func (l *layout) checkHealthy(t *testing.T) (*proc, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 	defer cancel()
-	var leader *proc
+	l.running(t)
+	leaderID := ""
 	index := map[string]uint64{}
 	for _, s := range l.servers {
-		if done, err := s.exited(); done {
-			t.Fatalf("%s exited: %v\n%s", s.id, err, s.tail(30))
-		}
 		h, err := s.client(t).Health(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("health of %s: %w", s.id, err)
 		}
-		if !h.KnownLeader || (leader != nil && h.Leader != leader.id) {
-			return nil, fmt.Errorf("%s names leader %q", s.id, h.Leader)
+		if !h.KnownLeader || (leaderID != "" && h.Leader != leaderID) {
+			return nil, fmt.Errorf("%s names leader %q, others %q", s.id, h.Leader, leaderID)
 		}
-		leader = l.server(h.Leader)
-		index[s.id] = h.Index
+		leaderID, index[s.id] = h.Leader, h.Index
 	}
+	leader := l.server(leaderID)
 	if leader == nil {
-		return nil, fmt.Errorf("leader %q is none of the servers", "")
+		return nil, fmt.Errorf("leader %q is none of the servers", leaderID)
 	}
 	lc := leader.client(t)
 	peers, err := lc.Peers(ctx)
@@ -78,6 +77,17 @@ func (l *layout) checkHealthy(t *testing.T) (*proc, error) {
 		return nil, fmt.Errorf("%d of %d workers ready", len(nodes), len(l.workers))
 	}
 	return leader, nil
+}
+
+// running fails the test at once when a server or worker has exited:
+// waiting on for it to answer would only hide why.
+func (l *layout) running(t *testing.T) {
+	t.Helper()
+	for _, p := range slices.Concat(l.servers, l.workers) {
+		if done, err := p.exited(); done {
+			t.Fatalf("%s (%s) exited: %v\n%s", p.id, p.bin, err, p.tail(30))
+		}
+	}
 }
 
 func (l *layout) server(id string) *proc {
@@ -142,6 +152,7 @@ func (l *layout) rejoined(t *testing.T, id string, from uint64) {
 	}
 	errBoth := errors.New("removed and joined")
 	poll.Eventually(t, 60*time.Second, id+" removed from Raft and joined again (events)", func() error {
+		l.running(t)
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		defer cancel()
 		removed := false
@@ -158,6 +169,6 @@ func (l *layout) rejoined(t *testing.T, id string, from uint64) {
 		if errors.Is(err, errBoth) {
 			return nil
 		}
-		return fmt.Errorf("events of %s after index %d: removed %v, then no join (%v)", id, from, removed, err)
+		return fmt.Errorf("events of %s after index %d: removed %v, then no join: %w", id, from, removed, err)
 	})
 }

@@ -30,11 +30,13 @@ type report struct {
 	lines []string
 	step  string
 	start time.Time
+	// failed is whether the test had failed when the step began.
+	failed bool
 }
 
 func (r *report) begin(step string) {
 	r.end("")
-	r.step, r.start = step, time.Now()
+	r.step, r.start, r.failed = step, time.Now(), r.t.Failed()
 	r.t.Logf("---- %s", step)
 }
 
@@ -42,7 +44,11 @@ func (r *report) end(note string) {
 	if r.step == "" {
 		return
 	}
-	line := "ok    " + r.step + " (" + time.Since(r.start).Round(100*time.Millisecond).String() + ")"
+	verdict := "ok    "
+	if r.t.Failed() && !r.failed {
+		verdict = "FAIL  "
+	}
+	line := verdict + r.step + " (" + time.Since(r.start).Round(100*time.Millisecond).String() + ")"
 	if note != "" {
 		line += ": " + note
 	}
@@ -129,6 +135,11 @@ func TestRollingUpgrade(t *testing.T) {
 		l.start(t, s, newBin)
 	}
 	l.healthy(t, 60*time.Second)
+	for _, s := range l.servers {
+		if !startedFromSnapshot(s) {
+			t.Errorf("%s restarted without restoring its snapshot (no %q in its log)", s.id, "restored from snapshot")
+		}
+	}
 	checkCreates(t, w, c)
 	if _, err := c.CreateBundle(t.Context(), loadSpec("after-restart")); err != nil {
 		t.Fatalf("create after the restart: %v", err)
@@ -214,21 +225,25 @@ func upgradeServer(t *testing.T, l *layout, s *proc, newBin string) string {
 	l.start(t, s, newBin)
 	l.rejoined(t, s.id, h.Index)
 	l.healthy(t, 60*time.Second)
-	if startedFromSnapshot(s) {
-		return "started from the old snapshot"
+	if !startedFromSnapshot(s) {
+		t.Errorf("%s started without restoring the old binary's snapshot (no %q in its log)", s.id, "restored from snapshot")
 	}
-	return "started without a snapshot restore in its log"
+	return "started from the old snapshot"
 }
 
 // startedFromSnapshot reports whether the server's last start restored a
-// snapshot (Raft logs it).
+// snapshot: Raft logs "restored from snapshot" when it does.
 func startedFromSnapshot(s *proc) bool {
+	return bytes.Contains(lastRun(s), []byte("restored from snapshot"))
+}
+
+// lastRun is the process's log since its last start.
+func lastRun(s *proc) []byte {
 	b, err := os.ReadFile(s.log)
 	if err != nil {
-		return false
+		return []byte(err.Error())
 	}
-	last := b[bytes.LastIndex(b, []byte("==== ")):]
-	return bytes.Contains(last, []byte("restored from snapshot")) || bytes.Contains(last, []byte("snapshot restore"))
+	return b[max(bytes.LastIndex(b, []byte("==== ")), 0):]
 }
 
 func checkCreates(t *testing.T, w *writer, c *api.Client) {
@@ -251,25 +266,28 @@ func tryDowngrade(t *testing.T, l *layout, oldBin string) string {
 	s.stop(t, syscall.SIGTERM)
 	s.bin = oldBin
 	l.start(t, s, "")
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	var last error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if done, err := s.exited(); done {
-			return "the old binary exited: " + errString(err) + ": " + panicLine(s)
-		}
-		if _, last = l.checkHealthy(t); last == nil {
-			return "the old binary rejoined and the cluster is healthy"
+	for {
+		select {
+		case <-s.done:
+			return "the old binary exited: " + errString(s.exitErr) + ": " + panicLine(s)
+		case <-deadline.C:
+			return "not healthy after 30 s: " + errString(last) + "; log: " + s.tail(5)
+		case <-tick.C:
+			if _, last = l.checkHealthy(t); last == nil {
+				return "the old binary rejoined and the cluster is healthy"
+			}
 		}
 	}
-	return "not healthy after 30 s: " + errString(last) + "; log: " + s.tail(5)
 }
 
 // panicLine is the first line of a panic in the process's last run.
 func panicLine(s *proc) string {
-	b, err := os.ReadFile(s.log)
-	if err != nil {
-		return err.Error()
-	}
-	last := b[bytes.LastIndex(b, []byte("==== ")):]
+	last := lastRun(s)
 	if i := bytes.Index(last, []byte("panic: ")); i >= 0 {
 		line, _, _ := bytes.Cut(last[i:], []byte("\n"))
 		return string(line)

@@ -20,7 +20,7 @@ import (
 // the final state), refused (the connection was refused, or a 4xx: must
 // not be), or unknown (either way).
 type writer struct {
-	l *layout
+	clients []*api.Client // one per server, in turn
 	// mu is held for each create; pause takes it so that the servers'
 	// digests can be compared at one index.
 	mu      sync.Mutex
@@ -32,13 +32,16 @@ type writer struct {
 }
 
 func startWriter(t *testing.T, l *layout) *writer {
-	w := &writer{l: l, stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run(t)
+	w := &writer{stop: make(chan struct{}), done: make(chan struct{})}
+	for _, s := range l.servers {
+		w.clients = append(w.clients, s.client(t))
+	}
+	go w.run()
 	t.Cleanup(w.halt)
 	return w
 }
 
-func (w *writer) run(t *testing.T) {
+func (w *writer) run() {
 	defer close(w.done)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -49,17 +52,16 @@ func (w *writer) run(t *testing.T) {
 		case <-tick.C:
 		}
 		w.mu.Lock()
-		w.create(t, i)
+		w.create(i)
 		w.mu.Unlock()
 	}
 }
 
-func (w *writer) create(t *testing.T, i int) {
-	s := w.l.servers[i%len(w.l.servers)]
+func (w *writer) create(i int) {
 	id := fmt.Sprintf("load-%05d", i)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := s.client(t).CreateBundle(ctx, loadSpec(id))
+	_, err := w.clients[i%len(w.clients)].CreateBundle(ctx, loadSpec(id))
 	var ae *api.Error
 	switch {
 	case err == nil:
