@@ -197,23 +197,27 @@ e2e-plant: image
 # working tree, 3 old servers and 2 workers on loopback upgraded one server
 # at a time as docs/operations.md §5 says, under a writer; then the new
 # features, lost acknowledgements and a restart from the data. BASE is
-# built in a detached worktree that is removed again. UPGRADE_RUN picks the
-# tests (TestNewLeaderBeforeUpgradeEnds: an upgraded server elected leader
-# while old ones remain; not in the default run).
+# built once per commit (bin/upgrade/amserver-<sha>) in a detached worktree
+# that is removed again. UPGRADE_RUN picks the tests
+# (TestNewLeaderBeforeUpgradeEnds: an upgraded server elected leader while
+# old ones remain; not in the default run).
 BASE ?= f783f6f
 UPGRADE_RUN ?= TestRollingUpgrade
 UPGRADE_BIN = $(CURDIR)/bin/upgrade
 upgrade-check:
-	@git rev-parse --verify --quiet '$(BASE)^{commit}' >/dev/null || \
-		{ echo "upgrade-check: BASE=$(BASE) is not a commit in this clone (git fetch it, or name another ref)" >&2; exit 2; }
-	@mkdir -p $(UPGRADE_BIN)
-	@tmp=$$(mktemp -d) && git worktree add --detach --quiet "$$tmp/src" '$(BASE)' && \
-		(cd "$$tmp/src" && CGO_ENABLED=0 $(GO) build -o $(UPGRADE_BIN)/amserver-old ./cmd/amserver); rc=$$?; \
+	@sha=$$(git rev-parse --verify --quiet '$(BASE)^{commit}') || \
+		{ echo "upgrade-check: BASE=$(BASE) is not a commit in this clone (git fetch it, or name another ref)" >&2; exit 2; }; \
+	old=$(UPGRADE_BIN)/amserver-$$sha; mkdir -p $(UPGRADE_BIN); \
+	if [ ! -x "$$old" ]; then \
+		echo "upgrade-check: building $(BASE) ($$sha)"; \
+		tmp=$$(mktemp -d) && git worktree add --detach --quiet "$$tmp/src" "$$sha" || exit 2; \
+		(cd "$$tmp/src" && CGO_ENABLED=0 $(GO) build -o "$$old.tmp" ./cmd/amserver) && mv "$$old.tmp" "$$old"; rc=$$?; \
 		git worktree remove --force "$$tmp/src"; rm -rf "$$tmp"; \
-		[ $$rc -eq 0 ] || { echo "upgrade-check: building BASE=$(BASE) failed" >&2; exit $$rc; }
-	CGO_ENABLED=0 $(GO) build -o $(UPGRADE_BIN)/amserver-new ./cmd/amserver
-	AMSERVER_UPGRADE_OLD=$(UPGRADE_BIN)/amserver-old AMSERVER_UPGRADE_NEW=$(UPGRADE_BIN)/amserver-new \
-		AMSERVER_UPGRADE_BASE='$(BASE)' $(GO) test -tags upgrade -count=1 -timeout 6m -run '$(UPGRADE_RUN)' -v ./e2e/upgrade
+		[ $$rc -eq 0 ] || { echo "upgrade-check: building BASE=$(BASE) failed" >&2; exit $$rc; }; \
+	fi; \
+	CGO_ENABLED=0 $(GO) build -o $(UPGRADE_BIN)/amserver-new ./cmd/amserver && \
+	AMSERVER_UPGRADE_OLD="$$old" AMSERVER_UPGRADE_NEW=$(UPGRADE_BIN)/amserver-new AMSERVER_UPGRADE_BASE='$(BASE)' \
+		$(GO) test -tags upgrade -count=1 -timeout 6m -run '$(UPGRADE_RUN)' -v ./e2e/upgrade
 
 # Placement engine: throughput and decision latency by node count, packing.
 bench-sched:
