@@ -101,17 +101,7 @@ func TestRollingUpgrade(t *testing.T) {
 	r.end(l.digestsAgree(t, 30*time.Second))
 
 	w := startWriter(t, l)
-	leader := l.healthy(t, 60*time.Second)
-	for i, s := range restartOrder(l.servers, leader) {
-		r.begin("upgrade " + s.id)
-		restored := upgradeServer(t, l, s, newBin)
-		w.more(t, 50)
-		agreed := w.paused(func() string { return l.digestsAgree(t, 30*time.Second) })
-		r.end(restored + "; " + agreed + "; writer " + w.counts())
-		if i == 0 {
-			mixedTraffic(t, r, l, w, c)
-		}
-	}
+	upgradeAll(t, r, l, w, c, newBin)
 
 	r.begin("rollout of the service bundle's new launch, settle window 1 s")
 	// Three replicas one at a time, each settling 1 s: without the new
@@ -128,22 +118,7 @@ func TestRollingUpgrade(t *testing.T) {
 	r.end(w.counts())
 
 	r.begin("restart every new server from its data (SIGKILL, start)")
-	for _, s := range l.servers {
-		s.stop(t, syscall.SIGKILL)
-	}
-	for _, s := range l.servers {
-		l.start(t, s, newBin)
-	}
-	l.healthy(t, 60*time.Second)
-	for _, s := range l.servers {
-		if !startedFromSnapshot(s) {
-			t.Errorf("%s restarted without restoring its snapshot (no %q in its log)", s.id, "restored from snapshot")
-		}
-	}
-	checkCreates(t, w, c)
-	if _, err := c.CreateBundle(t.Context(), loadSpec("after-restart")); err != nil {
-		t.Fatalf("create after the restart: %v", err)
-	}
+	restartFromData(t, l, w, c, newBin)
 	r.end(l.digestsAgree(t, 30*time.Second))
 
 	// docs/operations.md §5 promises no way back; say what happens.
@@ -174,6 +149,47 @@ func mixedTraffic(t *testing.T, r *report, l *layout, w *writer, c *api.Client) 
 		return sidecarAt(t.Context(), c, 0)
 	})
 	r.end(w.paused(func() string { return l.digestsAgree(t, 30*time.Second) }))
+}
+
+// upgradeAll upgrades every server in turn, followers first, each while
+// the writer runs, and checks the digests after each; after the first one
+// it sends the mixed cluster the traffic both versions know.
+func upgradeAll(t *testing.T, r *report, l *layout, w *writer, c *api.Client, newBin string) {
+	t.Helper()
+	leader := l.healthy(t, 60*time.Second)
+	for i, s := range restartOrder(l.servers, leader) {
+		r.begin("upgrade " + s.id)
+		restored := upgradeServer(t, l, s, newBin)
+		w.more(t, 50)
+		agreed := w.paused(func() string { return l.digestsAgree(t, 30*time.Second) })
+		r.end(restored + "; " + agreed + "; writer " + w.counts())
+		if i == 0 {
+			mixedTraffic(t, r, l, w, c)
+		}
+	}
+}
+
+// restartFromData kills every server and starts it again: each restores
+// its snapshot (still the old binary's) and replays its log; nothing
+// acknowledged is lost and writes go on.
+func restartFromData(t *testing.T, l *layout, w *writer, c *api.Client, newBin string) {
+	t.Helper()
+	for _, s := range l.servers {
+		s.stop(t, syscall.SIGKILL)
+	}
+	for _, s := range l.servers {
+		l.start(t, s, newBin)
+	}
+	l.healthy(t, 60*time.Second)
+	for _, s := range l.servers {
+		if !startedFromSnapshot(s) {
+			t.Errorf("%s restarted without restoring its snapshot (no %q in its log)", s.id, "restored from snapshot")
+		}
+	}
+	checkCreates(t, w, c)
+	if _, err := c.CreateBundle(t.Context(), loadSpec("after-restart")); err != nil {
+		t.Fatalf("create after the restart: %v", err)
+	}
 }
 
 // restartOrder is the servers, followers first and the leader last.
@@ -208,8 +224,8 @@ func oldSnapshot(t *testing.T, l *layout, c *api.Client) {
 
 // upgradeServer is docs/operations.md §5 for one server: SIGTERM, the new
 // binary's data-dir check, a start with the new binary and the same flags,
-// and the wait until the cluster is healthy with it a voter. It says
-// whether the new binary started from a snapshot.
+// and the wait until the cluster is healthy with it a voter. It says how
+// the server came back.
 func upgradeServer(t *testing.T, l *layout, s *proc, newBin string) string {
 	t.Helper()
 	h, err := s.client(t).Health(t.Context())
@@ -223,12 +239,12 @@ func upgradeServer(t *testing.T, l *layout, s *proc, newBin string) string {
 	}
 	s.bin = newBin
 	l.start(t, s, newBin)
-	l.rejoined(t, s.id, h.Index)
+	rejoined := l.rejoined(t, s.id, h.Index)
 	l.healthy(t, 60*time.Second)
 	if !startedFromSnapshot(s) {
 		t.Errorf("%s started without restoring the old binary's snapshot (no %q in its log)", s.id, "restored from snapshot")
 	}
-	return "started from the old snapshot"
+	return "started from the old snapshot, " + rejoined
 }
 
 // startedFromSnapshot reports whether the server's last start restored a
