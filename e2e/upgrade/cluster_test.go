@@ -143,10 +143,11 @@ func digestList(ds []*api.StateDigest) string {
 
 // rejoined waits for the events of docs/operations.md §5 steps 2 and 4
 // after index from: the leader removed server id from Raft when it left
-// (serverRemoved) and added it back when it returned (serverJoined). A
-// leave that gossip missed reads as a failure: the server keeps its vote
-// (no removal), and being healthy again is all there is to wait for. It
-// says which happened.
+// (serverRemoved) and added it back when it returned (serverJoined). When
+// the leader did not act on the leave (gossip took it for a failure, or a
+// leader elected meanwhile found the server back already) the server keeps
+// its vote, and being healthy again is all there is to wait for. It says
+// which happened.
 func (l *layout) rejoined(t *testing.T, id string, from uint64) string {
 	t.Helper()
 	other := l.servers[0]
@@ -176,7 +177,7 @@ func (l *layout) rejoined(t *testing.T, id string, from uint64) string {
 		}
 		if !removed {
 			if _, herr := l.checkHealthy(t); herr == nil {
-				note = "kept its vote (its leave was taken for a failure)"
+				note = "kept its vote (no serverRemoved)"
 				return nil
 			}
 		}
