@@ -61,7 +61,7 @@ type ctask struct {
 	permanent    bool
 
 	stopping bool
-	final    bool          // the stop is the task's last: a batch job's output is kept
+	mode     stopMode      // what the stop keeps: the directory, a batch job's output
 	stopped  chan struct{} // closed when a stop finished; stopErr says how
 	stopErr  error
 
@@ -136,7 +136,7 @@ func (d *containerDriver) Running() []string {
 // outcome comes through Events and later calls.
 func (d *containerDriver) Ensure(_ context.Context, a api.Assignment) (string, string) {
 	if a.Desired != api.DesiredRun {
-		if d.beginStop(a.ID, true) == nil {
+		if d.beginStop(a.ID, stopRetire) == nil {
 			return api.JobStopped, ""
 		}
 		return "", ""
@@ -238,18 +238,20 @@ func (d *containerDriver) poke() {
 }
 
 // beginStop starts tearing a task down (once) and returns it; nil when the
-// driver holds no such task. A final stop makes a stop under way final too.
-func (d *containerDriver) beginStop(id string, final bool) *ctask {
+// driver holds no such task. A stop that joins one under way merges its
+// mode into it.
+func (d *containerDriver) beginStop(id string, mode stopMode) *ctask {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	t := d.tasks[id]
-	if t != nil && final {
-		t.final = true
+	if t == nil {
+		return nil
 	}
-	if t == nil || t.stopping {
+	if t.stopping {
+		t.mode = t.mode.merge(mode)
 		return t
 	}
-	t.stopping, t.stopped = true, make(chan struct{})
+	t.stopping, t.stopped, t.mode = true, make(chan struct{}), mode
 	if t.cancelDeploy != nil {
 		t.cancelDeploy()
 	}
@@ -257,9 +259,9 @@ func (d *containerDriver) beginStop(id string, final bool) *ctask {
 	return t
 }
 
-// teardown waits for a deploy it cancelled, removes everything of the
-// task and forgets it; a failed teardown keeps the task, to be stopped
-// again by the next reconcile.
+// teardown waits for a deploy it cancelled, removes the task's containers
+// (and, unless it is to run again, its directory) and forgets it; a failed
+// teardown keeps the task, to be stopped again by the next reconcile.
 func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) {
 	if deployDone != nil {
 		<-deployDone
@@ -268,18 +270,22 @@ func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) 
 	defer cancel()
 	err := d.backend.teardown(ctx, t.name, t.dir)
 	d.mu.Lock()
-	if t.logs != nil {
-		t.logs.close()
-		t.logs = nil
+	logs := t.logs // a stopping task gets no new followers
+	t.logs = nil
+	d.mu.Unlock()
+	if logs != nil {
+		logs.close(logDrainGrace) // outside d.mu: an ending follower takes it
 	}
-	keep := err == nil && t.final && t.a.RunOnce && d.retain != nil
+	d.mu.Lock()
+	keep := err == nil && t.mode == stopRetire && t.a.RunOnce && d.retain != nil
+	remove := err == nil && t.mode != stopRestart
 	d.mu.Unlock()
 	if keep {
 		if err := d.retain.keep(t.id, t.dir); err != nil {
 			d.logger.Warn("cannot keep a finished batch job's output", "assignment", t.id, "err", err)
 		}
 	}
-	if err == nil {
+	if remove {
 		// Before the task is forgotten: a new deploy of the same id must
 		// not find its directory being removed.
 		_ = os.RemoveAll(t.dir)
@@ -310,13 +316,23 @@ func (d *containerDriver) ExitCode(id string) (int, bool) {
 }
 
 // Stop implements Driver.
-func (d *containerDriver) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, false) }
+func (d *containerDriver) Stop(ctx context.Context, id string) error {
+	return d.stop(ctx, id, stopRemove)
+}
 
 // retire implements retirer.
-func (d *containerDriver) retire(ctx context.Context, id string) error { return d.stop(ctx, id, true) }
+func (d *containerDriver) retire(ctx context.Context, id string) error {
+	return d.stop(ctx, id, stopRetire)
+}
 
-func (d *containerDriver) stop(ctx context.Context, id string, final bool) error {
-	t := d.beginStop(id, final)
+// stopToRestart implements restarter: the containers go, the directory
+// and its logs stay for the next deploy.
+func (d *containerDriver) stopToRestart(ctx context.Context, id string) error {
+	return d.stop(ctx, id, stopRestart)
+}
+
+func (d *containerDriver) stop(ctx context.Context, id string, mode stopMode) error {
+	t := d.beginStop(id, mode)
 	if t == nil {
 		return nil
 	}

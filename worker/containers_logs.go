@@ -21,7 +21,13 @@ type taskLogs struct {
 	stderr    *os.File
 	followers map[string]*follower // by container id
 	adopted   time.Time            // when the files were last written before this run
+	copying   sync.WaitGroup       // the followers' goroutines
 }
+
+// logDrainGrace is how long closing a task's logs waits for the followers
+// of its removed containers to copy what is left (`docker logs --follow`
+// ends with its container), before it cuts them off.
+const logDrainGrace = 10 * time.Second
 
 type follower struct {
 	running bool
@@ -60,7 +66,12 @@ func (d *containerDriver) followLogs(t *ctask, rows []psRow) {
 			t.logs.followers[r.ID] = f
 		}
 		f.running = true
-		go d.follow(t.logs, f, r, since)
+		l := t.logs
+		l.copying.Add(1)
+		go func() {
+			defer l.copying.Done()
+			d.follow(l, f, r, since)
+		}()
 	}
 }
 
@@ -93,8 +104,24 @@ func (d *containerDriver) follow(l *taskLogs, f *follower, r psRow, since string
 	d.mu.Unlock()
 }
 
-// close stops the followers and closes the files.
-func (l *taskLogs) close() {
+// close lets the followers finish for up to grace (their containers are
+// gone: what they still copy is the output's end, which the next run's
+// lines must follow, not lose), then stops them and closes the files.
+// It must not be called with the driver's lock held.
+func (l *taskLogs) close(grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		l.copying.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(grace)
+	select {
+	case <-done:
+	case <-timer.C:
+		l.cancel()
+		<-done
+	}
+	timer.Stop()
 	l.cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()

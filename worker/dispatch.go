@@ -161,8 +161,10 @@ func (d *Dispatcher) Ensure(ctx context.Context, a api.Assignment) (string, stri
 	prev := d.owner[a.ID]
 	d.mu.Unlock()
 	if prev != "" && prev != rt {
-		// The launch moved to another runtime: the old workload goes first.
-		_ = d.drivers[prev].Stop(ctx, a.ID)
+		// The launch moved to another runtime: the old workload goes
+		// first, its directory stays for the new driver's run (every
+		// driver keeps it under d.root: the logs go on).
+		_ = stopWith(ctx, d.drivers[prev], a.ID, stopRestart)
 		d.setOwner(a.ID, "")
 	}
 	if drv == nil {
@@ -194,22 +196,25 @@ func (d *Dispatcher) setOwner(id, rt string) {
 
 // Stop implements Driver: whichever driver holds the task stops it
 // (adopted tasks have no recorded owner).
-func (d *Dispatcher) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, false) }
+func (d *Dispatcher) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, stopRemove) }
 
 // retire implements retirer: the task's last stop, which keeps a finished
 // batch job's output.
-func (d *Dispatcher) retire(ctx context.Context, id string) error { return d.stop(ctx, id, true) }
+func (d *Dispatcher) retire(ctx context.Context, id string) error {
+	return d.stop(ctx, id, stopRetire)
+}
 
-func (d *Dispatcher) stop(ctx context.Context, id string, final bool) error {
+// stopToRestart implements restarter: the task's directory stays for its
+// next run, whichever driver runs it.
+func (d *Dispatcher) stopToRestart(ctx context.Context, id string) error {
+	return d.stop(ctx, id, stopRestart)
+}
+
+func (d *Dispatcher) stop(ctx context.Context, id string, mode stopMode) error {
 	var errs []error
 	for _, drv := range d.drivers {
-		if !slices.Contains(drv.Running(), id) {
-			continue
-		}
-		if r, ok := drv.(retirer); ok && final {
-			errs = append(errs, r.retire(ctx, id))
-		} else {
-			errs = append(errs, drv.Stop(ctx, id))
+		if slices.Contains(drv.Running(), id) {
+			errs = append(errs, stopWith(ctx, drv, id, mode))
 		}
 	}
 	d.setOwner(id, "")

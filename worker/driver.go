@@ -34,8 +34,9 @@ type Driver interface {
 	Ensure(ctx context.Context, a api.Assignment) (state, message string)
 	// Stop stops a task and removes its directory, and returns when it is
 	// gone or ctx ends (the stop then goes on in the background). The
-	// worker stops a task no longer assigned through retirer when the
-	// driver is one, so that a batch job's output is kept.
+	// worker stops a task no longer assigned through retirer, and one it
+	// restarts for a new generation through restarter, when the driver is
+	// one, so that a batch job's output is kept and the logs go on.
 	Stop(ctx context.Context, id string) error
 	// Running lists the ids of the tasks the driver holds, adopted ones
 	// included.
@@ -55,6 +56,54 @@ type Driver interface {
 // stopped is a last stop too; Stop and StopAll are not.
 type retirer interface {
 	retire(ctx context.Context, id string) error
+}
+
+// restarter is a driver that can stop a task to run it again in place (a
+// batch restart, an in-place launch change: a new generation) and keep its
+// directory, so that the next run, whichever driver runs it, appends to
+// the same stdout.log and stderr.log and a batch job's last stop keeps
+// every attempt's output. A driver that is not one loses the task's
+// output with Stop.
+type restarter interface {
+	stopToRestart(ctx context.Context, id string) error
+}
+
+// stopMode says what a driver's stop keeps of a task besides halting it.
+type stopMode int
+
+const (
+	// stopRemove removes the task's directory (Stop, StopAll).
+	stopRemove stopMode = iota
+	// stopRetire is the task's last stop (retirer): a batch job's output
+	// moves to the retainStore, then the directory goes.
+	stopRetire
+	// stopRestart keeps the directory for the run that follows (restarter).
+	stopRestart
+)
+
+// merge is the mode of a stop under way that another stop joins: a last
+// stop keeps a batch job's output whatever began the stop, and a plain
+// stop removes the directory even when a restart began it.
+func (m stopMode) merge(other stopMode) stopMode {
+	switch {
+	case m == stopRetire || other == stopRetire:
+		return stopRetire
+	case m == stopRemove || other == stopRemove:
+		return stopRemove
+	}
+	return stopRestart
+}
+
+// stopWith stops a task the way mode says when the driver can (retirer,
+// restarter), else with Stop.
+func stopWith(ctx context.Context, drv Driver, id string, mode stopMode) error {
+	if r, ok := drv.(retirer); ok && mode == stopRetire {
+		return r.retire(ctx, id)
+	}
+	if r, ok := drv.(restarter); ok && mode == stopRestart {
+		return r.stopToRestart(ctx, id)
+	}
+	return drv.Stop(ctx, id)
 }
 
 // retainer is a driver that keeps finished batch jobs' output (the

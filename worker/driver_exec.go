@@ -76,7 +76,7 @@ func (d *ExecDriver) Ensure(_ context.Context, a api.Assignment) (string, string
 	t := d.tasks[a.ID]
 	d.mu.Unlock()
 	if a.Desired != api.DesiredRun {
-		_ = d.stop(a.ID, true)
+		_ = d.stop(a.ID, stopRetire)
 		return api.JobStopped, ""
 	}
 	if len(legacyJob(a.Launch).Command) == 0 {
@@ -113,16 +113,22 @@ func (d *ExecDriver) forget(id string) {
 
 // Stop implements Driver. The stop grace bounds it, not ctx: a child is
 // never left behind.
-func (d *ExecDriver) Stop(_ context.Context, id string) error { return d.stop(id, false) }
+func (d *ExecDriver) Stop(_ context.Context, id string) error { return d.stop(id, stopRemove) }
 
 // retire implements retirer.
-func (d *ExecDriver) retire(_ context.Context, id string) error { return d.stop(id, true) }
+func (d *ExecDriver) retire(_ context.Context, id string) error { return d.stop(id, stopRetire) }
 
-// stop halts the task and removes its directory; a batch task's last stop
-// (final) first moves its output to the retain store. The output is kept
-// before the task is forgotten, so that the log endpoint finds it in one
-// place or the other.
-func (d *ExecDriver) stop(id string, final bool) error {
+// stopToRestart implements restarter.
+func (d *ExecDriver) stopToRestart(_ context.Context, id string) error {
+	return d.stop(id, stopRestart)
+}
+
+// stop halts the task and, unless it is to run again (stopRestart),
+// removes its directory; a batch task's last stop (stopRetire) first
+// moves its output to the retain store. The output is kept before the
+// task is forgotten, so that the log endpoint finds it in one place or the
+// other.
+func (d *ExecDriver) stop(id string, mode stopMode) error {
 	d.mu.Lock()
 	t := d.tasks[id]
 	d.mu.Unlock()
@@ -131,12 +137,15 @@ func (d *ExecDriver) stop(id string, final bool) error {
 	}
 	t.halt(d.stopGrace)
 	dir := taskDir(d.stateDir, id)
-	if final && t.current().RunOnce && d.retain != nil {
+	if mode == stopRetire && t.current().RunOnce && d.retain != nil {
 		if err := d.retain.keep(id, dir); err != nil {
 			d.logger.Warn("cannot keep a finished batch job's output", "assignment", id, "err", err)
 		}
 	}
 	d.forget(id)
+	if mode == stopRestart {
+		return nil
+	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove task dir: %w", err)
 	}

@@ -132,16 +132,15 @@ func ranToItsEnd(a api.Assignment) bool {
 // stopUnassigned is a task's last stop: a driver that tells it from a
 // restart's stop (retirer) keeps a finished batch job's output.
 func (w *Worker) stopUnassigned(ctx context.Context, id string) error {
-	if r, ok := w.cfg.Driver.(retirer); ok {
-		return r.retire(ctx, id)
-	}
-	return w.cfg.Driver.Stop(ctx, id)
+	return stopWith(ctx, w.cfg.Driver, id, stopRetire)
 }
 
 // restartOnNewGeneration stops a job whose assignment's generation moved
 // since the worker last saw it (an in-place launch change, a batch
 // restart); the Ensure that follows starts it again with the assignment's
-// launch. A job first seen by this run of the worker is taken as current.
+// launch, in the same directory when the driver can keep it (restarter):
+// every run appends to the job's logs. A job first seen by this run of
+// the worker is taken as current.
 func (w *Worker) restartOnNewGeneration(ctx context.Context, a api.Assignment) {
 	if a.Desired != api.DesiredRun {
 		return
@@ -155,7 +154,7 @@ func (w *Worker) restartOnNewGeneration(ctx context.Context, a api.Assignment) {
 		return
 	}
 	w.logger.Info("restarting a job for its new generation", "assignment", a.ID, "generation", a.Generation)
-	if err := w.cfg.Driver.Stop(ctx, a.ID); err != nil && ctx.Err() == nil {
+	if err := stopWith(ctx, w.cfg.Driver, a.ID, stopRestart); err != nil && ctx.Err() == nil {
 		w.logger.Warn("stopping a job for its new generation failed", "assignment", a.ID, "err", err)
 	}
 }

@@ -111,7 +111,7 @@ func (d *WasmDriver) Running() []string {
 // (supervise); a batch module's stays exited until it is stopped.
 func (d *WasmDriver) Ensure(ctx context.Context, a api.Assignment) (string, string) {
 	if a.Desired != api.DesiredRun {
-		_ = d.stop(ctx, a.ID, true)
+		_ = d.stop(ctx, a.ID, stopRetire)
 		return api.JobStopped, ""
 	}
 	spec := specHash(api.RuntimeWasm, a)
@@ -123,7 +123,7 @@ func (d *WasmDriver) Ensure(ctx context.Context, a api.Assignment) (string, stri
 		if t.spec == spec {
 			failures = t.failures
 		}
-		_ = d.Stop(ctx, a.ID) // a promotion, a new launch or a retry: run it again
+		_ = d.stop(ctx, a.ID, stopRestart) // a promotion, a new launch or a retry: run it again
 		t = nil
 	}
 	if t == nil {
@@ -356,14 +356,20 @@ func (d *WasmDriver) set(id string, t *wasmTask, state, msg string) {
 
 // Stop implements Driver: the module's context is cancelled, which closes
 // it (WithCloseOnContextDone), and its directory removed.
-func (d *WasmDriver) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, false) }
+func (d *WasmDriver) Stop(ctx context.Context, id string) error { return d.stop(ctx, id, stopRemove) }
 
 // retire implements retirer.
-func (d *WasmDriver) retire(ctx context.Context, id string) error { return d.stop(ctx, id, true) }
+func (d *WasmDriver) retire(ctx context.Context, id string) error { return d.stop(ctx, id, stopRetire) }
 
-// stop stops the module; a batch module's last stop (final) first moves
-// its output to the retain store, once the module closed its files.
-func (d *WasmDriver) stop(ctx context.Context, id string, final bool) error {
+// stopToRestart implements restarter.
+func (d *WasmDriver) stopToRestart(ctx context.Context, id string) error {
+	return d.stop(ctx, id, stopRestart)
+}
+
+// stop stops the module and, unless it is to run again (stopRestart),
+// removes its directory; a batch module's last stop (stopRetire) first
+// moves its output to the retain store, once the module closed its files.
+func (d *WasmDriver) stop(ctx context.Context, id string, mode stopMode) error {
 	d.mu.Lock()
 	t := d.tasks[id]
 	delete(d.tasks, id)
@@ -377,8 +383,11 @@ func (d *WasmDriver) stop(ctx context.Context, id string, final bool) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if mode == stopRestart {
+		return nil
+	}
 	dir := taskDir(d.root, id)
-	if final && t.runOnce && d.retain != nil {
+	if mode == stopRetire && t.runOnce && d.retain != nil {
 		if err := d.retain.keep(id, dir); err != nil {
 			d.logger.Warn("cannot keep a finished batch job's output", "assignment", id, "err", err)
 		}
