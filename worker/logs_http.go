@@ -114,7 +114,13 @@ func (w *Worker) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(rw)
 	lr := &logReader{
 		path: path, every: logPoll, w: rw, flush: func() { _ = rc.Flush() },
-		state: func() (bool, bool) { _, live, held := src.taskLog(id); return live, held },
+		state: func() (bool, bool) {
+			if w.isRestarting(id) {
+				return true, true // stopped for a new generation: its next run appends to the same files
+			}
+			_, live, held := src.taskLog(id)
+			return live, held
+		},
 	}
 	if err := lr.send(r.Context(), opts.Tail, opts.Follow); err != nil && r.Context().Err() == nil {
 		w.logger.Debug("sending logs ended", "assignment", id, "err", err)

@@ -25,7 +25,12 @@ import (
 // token "reader" only.
 func logServer(t *testing.T, d Driver) *httptest.Server {
 	t.Helper()
-	w := &Worker{cfg: Config{NodeID: "w1", Driver: d}, logger: slog.New(slog.DiscardHandler)}
+	return workerLogServer(t, &Worker{cfg: Config{NodeID: "w1", Driver: d}, logger: slog.New(slog.DiscardHandler)})
+}
+
+// workerLogServer serves w's log endpoint, as logServer does.
+func workerLogServer(t *testing.T, w *Worker) *httptest.Server {
+	t.Helper()
 	w.checkToken = func(_ context.Context, token string) error {
 		switch token {
 		case "reader":

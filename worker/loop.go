@@ -89,8 +89,11 @@ func (w *Worker) reconcile(ctx context.Context, c *api.Client, list []api.Assign
 		if ranToItsEnd(a) && !held[a.ID] {
 			continue
 		}
-		w.restartOnNewGeneration(ctx, a)
+		restarted := w.restartOnNewGeneration(ctx, a)
 		state, msg := w.cfg.Driver.Ensure(ctx, a)
+		if restarted {
+			w.markRestarting(a.ID, false)
+		}
 		report := api.AssignmentStatus{State: state, Message: msg, Generation: a.Generation}
 		if state == api.JobExited {
 			report.ExitCode = w.exitCode(a.ID)
@@ -140,10 +143,11 @@ func (w *Worker) stopUnassigned(ctx context.Context, id string) error {
 // restart); the Ensure that follows starts it again with the assignment's
 // launch, in the same directory when the driver can keep it (restarter):
 // every run appends to the job's logs. A job first seen by this run of
-// the worker is taken as current.
-func (w *Worker) restartOnNewGeneration(ctx context.Context, a api.Assignment) {
+// the worker is taken as current. It says whether it stopped the job,
+// which reads restarting until the caller's Ensure.
+func (w *Worker) restartOnNewGeneration(ctx context.Context, a api.Assignment) bool {
 	if a.Desired != api.DesiredRun {
-		return
+		return false
 	}
 	if w.gens == nil {
 		w.gens = map[string]uint64{}
@@ -151,12 +155,37 @@ func (w *Worker) restartOnNewGeneration(ctx context.Context, a api.Assignment) {
 	prev, seen := w.gens[a.ID]
 	w.gens[a.ID] = a.Generation
 	if !seen || prev == a.Generation {
-		return
+		return false
 	}
 	w.logger.Info("restarting a job for its new generation", "assignment", a.ID, "generation", a.Generation)
+	w.markRestarting(a.ID, true)
 	if err := stopWith(ctx, w.cfg.Driver, a.ID, stopRestart); err != nil && ctx.Err() == nil {
 		w.logger.Warn("stopping a job for its new generation failed", "assignment", a.ID, "err", err)
 	}
+	return true
+}
+
+// markRestarting records that a job is (or no longer is) between its
+// stop for a new generation and its next start.
+func (w *Worker) markRestarting(id string, on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !on {
+		delete(w.restarting, id)
+		return
+	}
+	if w.restarting == nil {
+		w.restarting = map[string]bool{}
+	}
+	w.restarting[id] = true
+}
+
+// isRestarting: the job is between its stop for a new generation and its
+// next start.
+func (w *Worker) isRestarting(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.restarting[id]
 }
 
 // exitCode asks the driver for an exited task's code.

@@ -3,8 +3,11 @@ package worker
 import (
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +94,122 @@ func waitAttempts(t *testing.T, dataDir, id string, n int) {
 	poll.Eventually(t, 30*time.Second, fmt.Sprintf("%d attempts in the log", n), func() error {
 		body := logOf(dataDir, id, stderrLog)
 		return poll.Check(strings.Count(body, lastWords) == n, "stderr.log holds:\n%s", body)
+	})
+}
+
+// TestRolloutKeepsLogsAndFollowers: a service whose launch changes in
+// place (a new generation: a rollout, a node service's update; here also
+// one that moves from exec to docker) is stopped and started again, and
+// its log goes on: the first run's lines, its goodbye among them, then the
+// second run's, each once; and a follower that was reading goes on into
+// the second run instead of taking the stop for the job's end.
+func TestRolloutKeepsLogsAndFollowers(t *testing.T) {
+	// The exec service says what the test workload says: "running", then
+	// "stopping" at SIGTERM.
+	execLaunch := api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c",
+		`echo running; trap 'echo stopping; exit 0' TERM; while :; do sleep 0.2; done`}}
+	imageLaunch := func(t *testing.T) api.Launch {
+		return dockerLaunch(testImage(t), map[string]string{"RUN": "1"})
+	}
+	for _, tc := range []struct {
+		name     string
+		runtimes []string
+		launches func(t *testing.T, src *fakeTemplates) [2]api.Assignment
+	}{
+		{"exec", []string{api.RuntimeExec}, func(*testing.T, *fakeTemplates) [2]api.Assignment {
+			return [2]api.Assignment{{Launch: execLaunch, Runtime: api.RuntimeExec}, {Launch: execLaunch, Runtime: api.RuntimeExec}}
+		}},
+		{"docker", []string{api.RuntimeDocker}, func(t *testing.T, _ *fakeTemplates) [2]api.Assignment {
+			requireDocker(t)
+			return [2]api.Assignment{{Launch: imageLaunch(t), Runtime: api.RuntimeDocker}, {Launch: imageLaunch(t), Runtime: api.RuntimeDocker}}
+		}},
+		{"compose", []string{api.RuntimeCompose}, func(t *testing.T, src *fakeTemplates) [2]api.Assignment {
+			requireCompose(t)
+			ref := src.add("svc", tarball(t, map[string][]byte{"compose.yaml": []byte("services:\n  web:\n    image: ${IMAGE}\n")}))
+			l := composeLaunch(ref, map[string]string{"IMAGE": testImage(t)})
+			return [2]api.Assignment{{Launch: l, Runtime: api.RuntimeCompose}, {Launch: l, Runtime: api.RuntimeCompose}}
+		}},
+		{"exec to docker", []string{api.RuntimeExec, api.RuntimeDocker}, func(t *testing.T, _ *fakeTemplates) [2]api.Assignment {
+			requireDocker(t)
+			return [2]api.Assignment{{Launch: execLaunch, Runtime: api.RuntimeExec}, {Launch: imageLaunch(t), Runtime: api.RuntimeDocker}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own node and data; mostly waiting on Docker
+			node, src, dataDir := testNode(), &fakeTemplates{}, t.TempDir()
+			runs := tc.launches(t, src)
+			if tc.name != "exec" {
+				t.Cleanup(func() { sweepNode(t, node) })
+			}
+			d := newDispatcher(t, node, dataDir, src, tc.runtimes...)
+			w := &Worker{cfg: Config{NodeID: node, Driver: d}, logger: slog.New(slog.DiscardHandler)}
+			c, srv := statusServer(t), workerLogServer(t, w)
+			a := assignment(node, "svc", "web", runs[0].Launch, runs[0].Runtime)
+			if err := w.reconcile(t.Context(), c, []api.Assignment{a}); err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, d, a, api.JobRunning, 2*time.Minute)
+			waitLines(t, "stdout.log", func() string { return logOf(dataDir, a.ID, stdoutLog) }, "running")
+			followed := follow(t, srv, a.ID)
+			waitLines(t, "the follower", followed, "running")
+
+			a.Generation, a.Launch, a.Runtime, a.Status = 1, runs[1].Launch, runs[1].Runtime, api.JobRunning
+			if err := w.reconcile(t.Context(), c, []api.Assignment{a}); err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, d, a, api.JobRunning, 2*time.Minute)
+			waitLines(t, "stdout.log", func() string { return logOf(dataDir, a.ID, stdoutLog) }, "running", "stopping", "running")
+			waitLines(t, "the follower", followed, "running", "stopping", "running")
+		})
+	}
+}
+
+// follow reads id's stdout with follow=true in the background; what it
+// returns says what arrived so far.
+func follow(t *testing.T, srv *httptest.Server, id string) func() string {
+	t.Helper()
+	resp := getLogs(t, t.Context(), srv, id, "reader", url.Values{"follow": {"true"}})
+	var mu sync.Mutex
+	var got strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(buf)
+			mu.Lock()
+			got.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = resp.Body.Close()
+		<-done
+	})
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return got.String()
+	}
+}
+
+// waitLines waits for the lines of what ending in "running" or
+// "stopping" (a compose stack's carry its service's prefix) to be want,
+// in order, each once.
+func waitLines(t *testing.T, what string, text func() string, want ...string) {
+	t.Helper()
+	poll.Eventually(t, time.Minute, what+" saying "+strings.Join(want, ", "), func() error {
+		var got []string
+		for _, line := range strings.Split(text(), "\n") {
+			for _, w := range []string{"running", "stopping"} {
+				if strings.HasSuffix(line, w) {
+					got = append(got, w)
+				}
+			}
+		}
+		return poll.Check(slices.Equal(got, want), "%s says %v:\n%s", what, got, text())
 	})
 }

@@ -82,6 +82,10 @@ type Worker struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped bool
+	// restarting holds the assignments stopped to run again for a new
+	// generation, until their next Ensure: a log follower waits for the
+	// next run instead of taking the stop for the task's end.
+	restarting map[string]bool
 
 	// gens is the generation each assignment had when the worker last
 	// reconciled it; only the run loop touches it.
