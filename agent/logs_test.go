@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -147,17 +148,8 @@ func checkWorkerDirect(t *testing.T, ctx context.Context, w *worker.Worker, id, 
 // assignment gone), the bundle still names the assignment and its output
 // is read through a server from the worker, which kept it.
 func TestFinishedBatchOutputThroughServer(t *testing.T) {
-	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
 	ctx := ctxTimeout(t, 90*time.Second)
-	tc.StartWorkers(1, func(wc *worker.Config) {
-		drv, err := worker.NewDispatcher(ctx, worker.RuntimeConfig{NodeID: wc.NodeID, DataDir: t.TempDir(), Runtimes: []string{api.RuntimeExec}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wc.Driver = drv
-	})
-	c := tc.Client(tc.Servers()[0])
-	waitReadyNodes(t, c, 1)
+	c := execWorkerCluster(t, ctx)
 	spec := oneJob("report", 1)
 	spec.Kind = api.KindBatch
 	spec.Jobs[0].Launch = api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", `echo "rows: 42"; echo "done" >&2`}}
@@ -179,4 +171,52 @@ func TestFinishedBatchOutputThroughServer(t *testing.T) {
 	if got, err := logText(ctx, c, id, api.LogOptions{Tail: api.TailAll, Stream: api.LogStderr, Follow: true}); err != nil || got != "done\n" {
 		t.Fatalf("the finished job's stderr, followed (ends at once): %q, %v", got, err)
 	}
+}
+
+// execWorkerCluster is a one-server cluster with one worker that runs exec
+// jobs for real; it returns a client of the server.
+func execWorkerCluster(t *testing.T, ctx context.Context) *api.Client {
+	t.Helper()
+	tc := testcluster.New(t, 1, testcluster.TCP(), testcluster.Graceful())
+	tc.StartWorkers(1, func(wc *worker.Config) {
+		drv, err := worker.NewDispatcher(ctx, worker.RuntimeConfig{NodeID: wc.NodeID, DataDir: t.TempDir(), Runtimes: []string{api.RuntimeExec}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc.Driver = drv
+	})
+	c := tc.Client(tc.Servers()[0])
+	waitReadyNodes(t, c, 1)
+	return c
+}
+
+// TestRestartedBatchOutputThroughServer: a batch job that fails and is
+// restarted by its bundle's policy (a new generation each time) keeps
+// every attempt's output, before and after its bundle ends. The worker
+// used to remove the job's directory at each restart: only the last
+// attempt's line was left.
+func TestRestartedBatchOutputThroughServer(t *testing.T) {
+	ctx := ctxTimeout(t, 90*time.Second)
+	c := execWorkerCluster(t, ctx)
+	spec := oneJob("bt", 1)
+	spec.Kind = api.KindBatch
+	spec.Restart = &api.RestartPolicy{Attempts: 2, Delay: "1s"}
+	spec.Jobs[0].Launch = api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", `echo "attempt"; exit 4`}}
+	if _, err := c.CreateBundle(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	b := bundleIs(t, ctx, c, 45*time.Second, "bt", "failed after its attempts", func(b *api.Bundle) bool { return b.State == api.StateFailed })
+	j := b.Replicas[0].Jobs[0]
+	if j.Attempts != 2 || j.AssignmentID == "" {
+		t.Fatalf("failed job %+v: want 2 restarts and its assignment named", j)
+	}
+	const want = "attempt\nattempt\nattempt\n"
+	poll.Eventually(t, 20*time.Second, "every attempt's output, kept once the bundle ended", func() error {
+		list, _, err := c.Assignments(ctx, "worker-1", nil)
+		if err != nil || len(list) != 0 {
+			return fmt.Errorf("%d assignments left (%w)", len(list), err)
+		}
+		got, err := logText(ctx, c, j.AssignmentID, api.LogOptions{Tail: api.TailAll})
+		return poll.Check(err == nil && got == want, "stdout %q (%v), want %q", got, err, want)
+	})
 }
