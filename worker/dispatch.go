@@ -163,8 +163,13 @@ func (d *Dispatcher) Ensure(ctx context.Context, a api.Assignment) (string, stri
 	if prev != "" && prev != rt {
 		// The launch moved to another runtime: the old workload goes
 		// first, its directory stays for the new driver's run (every
-		// driver keeps it under d.root: the logs go on).
-		_ = stopWith(ctx, d.drivers[prev], a.ID, stopRestart)
+		// driver keeps it under d.root: the logs go on), unless this is
+		// its last stop.
+		mode := stopRestart
+		if a.Desired != api.DesiredRun {
+			mode = stopRetire
+		}
+		_ = stopWith(ctx, d.drivers[prev], a.ID, mode)
 		d.setOwner(a.ID, "")
 	}
 	if drv == nil {

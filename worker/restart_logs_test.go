@@ -213,3 +213,21 @@ func waitLines(t *testing.T, what string, text func() string, want ...string) {
 		return poll.Check(slices.Equal(got, want), "%s says %v:\n%s", what, got, text())
 	})
 }
+
+// TestRuntimeMoveAtTheLastStopKeepsBatchOutput: an assignment desired
+// stopped whose launch names another runtime meanwhile is at its last stop
+// in the driver that ran it: a batch job's output goes to the retain
+// store, as any last stop's does, not away with its directory.
+func TestRuntimeMoveAtTheLastStopKeepsBatchOutput(t *testing.T) {
+	d := newDispatcher(t, "w1", t.TempDir(), nil, api.RuntimeExec)
+	a := assignment("w1", "b1", "job", api.Launch{Driver: api.DriverExec, Command: []string{"sh", "-c", "echo done"}}, api.RuntimeExec)
+	a.RunOnce = true
+	waitState(t, d, a, api.JobExited, 30*time.Second)
+	a.Desired, a.Runtime = api.DesiredStop, runtimeNone
+	if state, msg := d.Ensure(t.Context(), a); state != api.JobStopped {
+		t.Fatalf("stop: %s (%s)", state, msg)
+	}
+	if status, body := readAll(t, getLogs(t, t.Context(), logServer(t, d), a.ID, "reader", nil)); status != 200 || body != "done\n" {
+		t.Fatalf("the output after the last stop: %d %q", status, body)
+	}
+}
