@@ -231,3 +231,19 @@ func TestRuntimeMoveAtTheLastStopKeepsBatchOutput(t *testing.T) {
 		t.Fatalf("the output after the last stop: %d %q", status, body)
 	}
 }
+
+// TestWasmRedeployKeepsLogs: a module that the wasm driver runs again
+// itself, for a change of launch, role or epoch within one generation,
+// appends to the same log as the run before it. The driver used to stop
+// it with Stop, which removed its directory.
+func TestWasmRedeployKeepsLogs(t *testing.T) {
+	src, dataDir := &fakeTemplates{}, t.TempDir()
+	ref := src.add("mod", tarball(t, map[string][]byte{"main.wasm": testModule(t)}))
+	d := newDispatcher(t, "w1", dataDir, src, api.RuntimeWasm)
+	a := assignment("w1", "b1", "mod", wasmLaunch(ref, nil), api.RuntimeWasm)
+	waitState(t, d, a, api.JobRunning, time.Minute)
+	waitLog(t, dataDir, a.ID, stdoutLog, envLine("AMSERVER_ROLE", api.RolePrimary))
+	a.Role, a.Epoch = api.RoleBackup, 2
+	waitState(t, d, a, api.JobRunning, time.Minute)
+	waitLog(t, dataDir, a.ID, stdoutLog, envLine("AMSERVER_ROLE", api.RolePrimary), envLine("AMSERVER_ROLE", api.RoleBackup))
+}
