@@ -43,6 +43,9 @@ func (b *backend) Member(name string) (gossip.Member, bool) {
 	return b.srv.gossip.Member(name)
 }
 
+// ServersApply: whether every server applies commands of level.
+func (b *backend) ServersApply(level int) bool { return b.srv.clusterApplies(level) }
+
 func (b *backend) Plan(ctx context.Context, spec fsm.BundleSpec) (httpapi.PlanResult, error) {
 	if err := b.ReadBarrier(ctx, raftstore.ReadDefault); err != nil {
 		return httpapi.PlanResult{}, err

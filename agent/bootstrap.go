@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/gossip"
 )
 
@@ -170,7 +171,7 @@ func (s *Server) joinExisting(by string) {
 
 // serverMeta is this server's gossip metadata.
 func (s *Server) serverMeta(member bool) gossip.Meta {
-	m := gossip.Meta{Role: gossip.RoleServer, RaftAddr: s.store.LocalAddr(), HTTPAddr: s.cfg.HTTPAdvertise}
+	m := gossip.Meta{Role: gossip.RoleServer, RaftAddr: s.store.LocalAddr(), HTTPAddr: s.cfg.HTTPAdvertise, FSMLevel: fsm.CommandLevel}
 	if member {
 		m.Tags = map[string]string{raftMemberTag: "1"}
 	}

@@ -126,6 +126,7 @@ func (s *Server) leaderConfig() leader.Config {
 		NodeID: s.cfg.NodeID, Store: s.store, Clock: s.cfg.Clock, Wake: s.wake, Engine: s.engine,
 		Logger: s.logger, DeleteTimeout: s.cfg.DeleteTimeout, DeadServerCleanup: s.cfg.DeadServerCleanup,
 		UnseenNodeDown: s.cfg.UnseenNodeDown, RolloutSettle: s.cfg.RolloutSettle, QuorumSize: s.cfg.QuorumSize, ConfigTokens: s.cfg.ACL.fsmTokens(),
+		ServersApply: s.clusterApplies,
 		Metrics: leader.Metrics{
 			PlacementBatch: s.metrics.placementBatch, PlacementLatency: s.metrics.placementLatency,
 			Failovers: s.metrics.failovers,

@@ -56,6 +56,24 @@ const (
 	RolloutSettledType MessageType = 41
 )
 
+// Command levels: what a server applies, counted from the last release
+// (f783f6f), which is level 1. A server advertises its CommandLevel in
+// gossip; a leader (and the API handlers on it) uses a level's command
+// types and fields only once every server of the Raft configuration
+// applies that level, since an old follower panics at a command type it
+// does not know and ignores a field it does not know, and the replicas'
+// states would differ. Raise CommandLevel, and add a level here, with the
+// first command type or field of a release that old servers cannot apply.
+const (
+	// LevelRolloutSettle: RolloutSettledType, the SettleRollout fields of
+	// ReplaceBundleRequest and AssignmentStatusRequest, and
+	// UpsertServiceRequest.Update.
+	LevelRolloutSettle = 2
+
+	// CommandLevel is the level this binary applies.
+	CommandLevel = LevelRolloutSettle
+)
+
 // String names a command type for logs and errors.
 func (t MessageType) String() string {
 	if name, ok := messageTypeNames[t]; ok {

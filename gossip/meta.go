@@ -46,6 +46,9 @@ type Meta struct {
 	// an operator can tell when a key rotation step has reached everyone.
 	// Gossip maintains it; whatever the caller puts here is overridden.
 	Keyring []string
+	// FSMLevel is the level of replicated commands a server applies
+	// (fsm.CommandLevel). 0, from a server older than the field, means 1.
+	FSMLevel int
 }
 
 // A worker whose registration the servers refuse sets TagRegistration to
@@ -69,10 +72,12 @@ var (
 //	magic 0xA5, format 1, role byte, flags byte, uvarint version,
 //	5 × (uvarint len, bytes): raft, http, pool, az, cloud,
 //	uvarint tag count, count × (key, value) with keys strictly ascending,
-//	then, only when the keyring is not empty, uvarint count × fingerprint.
+//	then, only when the keyring is not empty or a level follows, uvarint
+//	count × fingerprint, then, only when FSMLevel > 0, uvarint FSMLevel.
 //
 // Unknown flag bits and trailing bytes are ignored so that a newer node can
-// append fields without being rejected by older ones during a rolling upgrade.
+// append fields without being rejected by older ones during a rolling upgrade
+// (a release without FSMLevel reads the keyring and stops there).
 const (
 	metaMagic    = 0xA5
 	metaFormat   = 1
@@ -90,6 +95,9 @@ func EncodeMeta(m Meta) ([]byte, error) {
 	}
 	if m.Version < 0 || m.Version > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: version %d out of range", ErrInvalidMeta, m.Version)
+	}
+	if m.FSMLevel < 0 || m.FSMLevel > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: fsm level %d out of range", ErrInvalidMeta, m.FSMLevel)
 	}
 	var flags byte
 	if m.Leaving {
@@ -120,13 +128,16 @@ func EncodeMeta(m Meta) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if len(m.Keyring) > 0 {
+	if len(m.Keyring) > 0 || m.FSMLevel > 0 {
 		b = binary.AppendUvarint(b, uint64(len(m.Keyring)))
 		for _, fp := range m.Keyring {
 			if b, err = appendString(b, fp); err != nil {
 				return nil, err
 			}
 		}
+	}
+	if m.FSMLevel > 0 {
+		b = binary.AppendUvarint(b, uint64(m.FSMLevel))
 	}
 	if len(b) > MaxMetaSize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrMetaTooLarge, len(b), MaxMetaSize)
@@ -222,6 +233,13 @@ func DecodeMeta(b []byte) (Meta, error) {
 	m.Tags = r.tags()
 	if r.err == nil && len(r.b) > 0 {
 		m.Keyring = r.strings("keyring")
+	}
+	if r.err == nil && len(r.b) > 0 {
+		lvl := r.uvarint("fsm level")
+		if r.err == nil && lvl > math.MaxInt32 {
+			r.err = fmt.Errorf("%w: fsm level %d out of range", ErrInvalidMeta, lvl)
+		}
+		m.FSMLevel = int(lvl)
 	}
 	if r.err != nil {
 		return Meta{}, r.err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,17 +20,19 @@ func sampleServerMeta() Meta {
 
 func TestMetaRoundTrip(t *testing.T) {
 	cases := map[string]Meta{
-		"server":       sampleServerMeta(),
-		"worker":       {Role: RoleWorker, HTTPAddr: "[::1]:7070", Pool: "gpu", AZ: "az2", Cloud: "gcp", Version: 1},
-		"minimal":      {Role: RoleWorker},
-		"leaving":      {Role: RoleServer, Version: 1, Leaving: true},
-		"tags":         {Role: RoleWorker, Version: 3, Tags: map[string]string{"rack": "r1", "gpu": "a100", "zz": ""}},
-		"unicode":      {Role: RoleWorker, Pool: "pöol-ü", Tags: map[string]string{"clé": "valeur ✓"}},
-		"big version":  {Role: RoleServer, Version: 1 << 30},
-		"many fields":  {Role: RoleServer, RaftAddr: "a", HTTPAddr: "b", Pool: "c", AZ: "d", Cloud: "e", Version: 2, Tags: map[string]string{"k": "v"}},
-		"empty tagmap": {Role: RoleServer, Tags: map[string]string{}},
-		"keyring":      {Role: RoleWorker, Pool: "p", Keyring: []string{"0011223344556677", "8899aabbccddeeff"}},
-		"keyring+tags": {Role: RoleServer, Tags: map[string]string{"a": "b"}, Keyring: []string{"0011223344556677"}},
+		"server":        sampleServerMeta(),
+		"worker":        {Role: RoleWorker, HTTPAddr: "[::1]:7070", Pool: "gpu", AZ: "az2", Cloud: "gcp", Version: 1},
+		"minimal":       {Role: RoleWorker},
+		"leaving":       {Role: RoleServer, Version: 1, Leaving: true},
+		"tags":          {Role: RoleWorker, Version: 3, Tags: map[string]string{"rack": "r1", "gpu": "a100", "zz": ""}},
+		"unicode":       {Role: RoleWorker, Pool: "pöol-ü", Tags: map[string]string{"clé": "valeur ✓"}},
+		"big version":   {Role: RoleServer, Version: 1 << 30},
+		"many fields":   {Role: RoleServer, RaftAddr: "a", HTTPAddr: "b", Pool: "c", AZ: "d", Cloud: "e", Version: 2, Tags: map[string]string{"k": "v"}},
+		"empty tagmap":  {Role: RoleServer, Tags: map[string]string{}},
+		"keyring":       {Role: RoleWorker, Pool: "p", Keyring: []string{"0011223344556677", "8899aabbccddeeff"}},
+		"keyring+tags":  {Role: RoleServer, Tags: map[string]string{"a": "b"}, Keyring: []string{"0011223344556677"}},
+		"fsm level":     {Role: RoleServer, Version: 1, FSMLevel: 2},
+		"level+keyring": {Role: RoleServer, Keyring: []string{"0011223344556677"}, FSMLevel: 1 << 30},
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -102,6 +105,7 @@ func TestEncodeMetaRejectsInvalid(t *testing.T) {
 		"no role":       {},
 		"unknown role":  {Role: "client"},
 		"neg version":   {Role: RoleServer, Version: -1},
+		"neg fsm level": {Role: RoleServer, FSMLevel: -1},
 		"empty tag key": {Role: RoleServer, Tags: map[string]string{"": "v"}},
 		"bad utf8":      {Role: RoleServer, Pool: "\xff"},
 	}
@@ -129,6 +133,7 @@ func TestDecodeMetaRejectsGarbage(t *testing.T) {
 		"unsorted tags":    {metaMagic, metaFormat, roleByteSrv, 0, 1, 0, 0, 0, 0, 0, 2, 1, 'b', 0, 1, 'a', 0},
 		"duplicate tags":   {metaMagic, metaFormat, roleByteSrv, 0, 1, 0, 0, 0, 0, 0, 2, 1, 'a', 0, 1, 'a', 0},
 		"overlong uvarint": {metaMagic, metaFormat, roleByteSrv, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"huge fsm level":   {metaMagic, metaFormat, roleByteSrv, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	}
 	// Every field is mandatory, so every strict prefix must fail.
 	for i := range len(valid) {
@@ -190,4 +195,35 @@ func FuzzDecodeMeta(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Fuzz(checkDecodeReencode)
+}
+
+// TestMetaFSMLevelIsAppended: a server meta without FSMLevel encodes as
+// the release before the field did, and FSMLevel only appends to it, after
+// an (empty) keyring count: a release without the field reads the keyring
+// and ignores the trailing bytes (gossip.DecodeMeta at f783f6f; make
+// upgrade-check runs that binary against this one).
+func TestMetaFSMLevelIsAppended(t *testing.T) {
+	// EncodeMeta(Meta{Role: RoleServer, RaftAddr: "r", Version: 1}) at f783f6f.
+	release := []byte{metaMagic, metaFormat, roleByteSrv, 0, 1, 1, 'r', 0, 0, 0, 0, 0}
+	cases := []struct {
+		name string
+		in   Meta
+		want []byte
+	}{
+		{"no level", Meta{Role: RoleServer, RaftAddr: "r", Version: 1}, release},
+		{"level 2", Meta{Role: RoleServer, RaftAddr: "r", Version: 1, FSMLevel: 2}, append(slices.Clone(release), 0, 2)},
+		{"level 2, keyring", Meta{Role: RoleServer, RaftAddr: "r", Version: 1, FSMLevel: 2, Keyring: []string{"k"}},
+			append(slices.Clone(release), 1, 1, 'k', 2)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := EncodeMeta(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b, tc.want) {
+				t.Fatalf("encoded % x, want % x", b, tc.want)
+			}
+		})
+	}
 }

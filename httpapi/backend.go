@@ -47,6 +47,10 @@ type Consensus interface {
 	LastContact() time.Duration
 	// Now is the leader's clock, stamped into commands.
 	Now() time.Time
+	// ServersApply reports whether every server of the Raft configuration
+	// applies replicated commands of level (fsm.CommandLevel): a handler
+	// sets a level's command fields only then.
+	ServersApply(level int) bool
 }
 
 // Operator holds the operator endpoints' needs.

@@ -47,6 +47,8 @@ type testBackend struct {
 	transferred []string
 	removed     []string
 	servers     []raftstore.Peer // the Raft configuration when set; else this server and "other"
+	level       int              // the level every server applies (ServersApply); 0: fsm.CommandLevel
+	bodies      []any            // the bodies of the commands Apply took, in order
 }
 
 var _ Backend = (*testBackend)(nil)
@@ -101,6 +103,15 @@ func (b *testBackend) waitWatching(t *testing.T, before int64) {
 func (b *testBackend) ServerID() string { return b.id }
 func (b *testBackend) Now() time.Time   { return time.Unix(1_800_000_000, 0) }
 
+func (b *testBackend) ServersApply(level int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.level == 0 {
+		return level <= fsm.CommandLevel
+	}
+	return level <= b.level
+}
+
 func (b *testBackend) Apply(ctx context.Context, t fsm.MessageType, body any) (*fsm.Result, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -114,6 +125,7 @@ func (b *testBackend) Apply(ctx context.Context, t fsm.MessageType, body any) (*
 }
 
 func (b *testBackend) applyLocked(t fsm.MessageType, body any) (*fsm.Result, error) {
+	b.bodies = append(b.bodies, body)
 	data, err := fsm.Encode(t, body)
 	if err != nil {
 		return nil, err

@@ -133,7 +133,10 @@ func (s *Server) replaceBundle(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req := fsm.ReplaceBundleRequest{Spec: spec, CAS: cas, Now: s.now(), Rollout: true, RelaunchUnavailable: true, SettleRollout: true}
+	req := fsm.ReplaceBundleRequest{
+		Spec: spec, CAS: cas, Now: s.now(), Rollout: true, RelaunchUnavailable: true,
+		SettleRollout: s.b.ServersApply(fsm.LevelRolloutSettle),
+	}
 	res, err := s.apply(c.Request().Context(), fsm.ReplaceBundleType, req)
 	if err != nil {
 		return err

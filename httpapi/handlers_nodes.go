@@ -155,7 +155,7 @@ func (s *Server) reportStatus(c echo.Context) error {
 	}
 	req := fsm.AssignmentStatusRequest{
 		NodeID: param(c, "id"), AssignmentID: param(c, "aid"), Status: in.State, Message: in.Message, Now: s.now(),
-		Generation: in.Generation, RelaunchUnavailable: true, SettleRollout: true,
+		Generation: in.Generation, RelaunchUnavailable: true, SettleRollout: s.b.ServersApply(fsm.LevelRolloutSettle),
 	}
 	if in.ExitCode != nil {
 		req.ExitCode = *in.ExitCode

@@ -93,7 +93,10 @@ func (s *Server) putService(c echo.Context) error {
 	if err := fsm.CheckServiceConstraints(&svc, s.exprs); err != nil {
 		return err
 	}
-	res, err := s.apply(c.Request().Context(), fsm.UpsertServiceType, fsm.UpsertServiceRequest{Service: svc, Update: true})
+	// Until every server applies Update, the apply only rewrites the
+	// record, as the release before it did.
+	req := fsm.UpsertServiceRequest{Service: svc, Update: s.b.ServersApply(fsm.LevelRolloutSettle)}
+	res, err := s.apply(c.Request().Context(), fsm.UpsertServiceType, req)
 	if err != nil {
 		return err
 	}

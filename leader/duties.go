@@ -93,6 +93,10 @@ type Config struct {
 	// must run before the rollout counts it available (rollouts.go); 0
 	// or less means 5 s.
 	RolloutSettle time.Duration
+	// ServersApply reports whether every server of the Raft configuration
+	// applies replicated commands of level (fsm.CommandLevel); the duties
+	// propose a level's commands only then. Nil: every server does (tests).
+	ServersApply func(level int) bool
 
 	Elastic ElasticConfig
 	// ConfigTokens are the ACL tokens from configuration, written by every
@@ -127,6 +131,9 @@ func New(cfg Config) *Leader {
 	}
 	if cfg.RolloutSettle <= 0 {
 		cfg.RolloutSettle = defaultRolloutSettle
+	}
+	if cfg.ServersApply == nil {
+		cfg.ServersApply = func(int) bool { return true }
 	}
 	cfg.Metrics.setDefaults()
 	cfg.Elastic.setDefaults()

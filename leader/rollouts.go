@@ -30,6 +30,9 @@ type rollouts struct {
 	l *Leader
 	// timed are the runs being timed: bundle id → slot → run.
 	timed map[string]map[int]timedRun
+	// held: a server did not apply RolloutSettled at the last proposal
+	// due (levelMet), which was logged.
+	held bool
 }
 
 // timedRun is one settling replica's run as this leader saw it.
@@ -82,8 +85,32 @@ func (r *rollouts) pass(ctx context.Context) time.Duration {
 		timed[b.ID()] = cur
 	}
 	r.timed = timed
-	if len(req.Settled) > 0 {
+	if len(req.Settled) > 0 && r.levelMet() {
 		r.l.applyLogged(ctx, fsm.RolloutSettledType, req)
 	}
 	return max(wait, time.Millisecond)
+}
+
+const (
+	msgRolloutsHeld = "rollouts wait: a server of the Raft configuration does not apply RolloutSettled " +
+		"(it runs an older version, or is not alive in gossip); finish the upgrade"
+	msgRolloutsResumed = "rollouts go on: every server applies RolloutSettled"
+)
+
+// levelMet reports whether every server applies RolloutSettled: an older
+// one would panic at it. Only replaces of that level start settling
+// replicas, but the level can drop after (a server added back with the
+// older binary): the runs due are then held, proposed again settleRetry
+// later as after a failed proposal, and the rollouts wait. The hold is
+// logged once, and its end.
+func (r *rollouts) levelMet() bool {
+	ok := r.l.cfg.ServersApply(fsm.LevelRolloutSettle)
+	switch {
+	case !ok && !r.held:
+		r.l.log.Warn(msgRolloutsHeld)
+	case ok && r.held:
+		r.l.log.Info(msgRolloutsResumed)
+	}
+	r.held = !ok
+	return ok
 }

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -286,6 +287,43 @@ func TestRolloutSettleProposals(t *testing.T) {
 	s.tick(simTick) // the worker starts replica 1
 	if st := s.starts(); st[1] < 0 {
 		t.Fatalf("the settled proposal did not move the rollout on: %v", st)
+	}
+}
+
+// TestRolloutSettleWaitsForServersLevel: while a server of the Raft
+// configuration does not apply RolloutSettled (an older server added back
+// after the rollout started), the duty proposes none, which would stop
+// that server, and logs it once; once every server does, it proposes the
+// runs that are due and says so.
+func TestRolloutSettleWaitsForServersLevel(t *testing.T) {
+	level := fsm.LevelRolloutSettle
+	s := newRolloutSim(t, 2, 1, 0, healthy)
+	s.e.l.cfg.ServersApply = func(n int) bool { return n <= level }
+	s.rollout()
+	s.runFor(4*time.Second, nil)
+	s.e.store.take()
+	level = fsm.LevelRolloutSettle - 1
+	s.runFor(20*time.Second, nil) // replica 0 due from 5 s on
+	if ps := s.e.store.take(); slices.Contains(typesOf(ps), fsm.RolloutSettledType) {
+		t.Fatalf("below the level, proposed %v", typesOf(ps))
+	}
+	if got := s.e.logs.Count(slog.LevelWarn, msgRolloutsHeld); got != 1 {
+		t.Fatalf("logged the hold %d times, want once", got)
+	}
+	if st := s.starts(); st[1] >= 0 {
+		t.Fatalf("replica 1 relaunched below the level: %v", st)
+	}
+	level = fsm.LevelRolloutSettle
+	s.tick(simTick)
+	if ps := s.e.store.take(); !slices.Equal(typesOf(ps), []fsm.MessageType{fsm.RolloutSettledType}) {
+		t.Fatalf("back at the level, proposed %v, want one RolloutSettled", typesOf(ps))
+	}
+	if got := s.e.logs.Count(slog.LevelInfo, msgRolloutsResumed); got != 1 {
+		t.Fatalf("logged the end of the hold %d times, want once", got)
+	}
+	s.runFor(time.Minute, s.finished)
+	if !s.finished() {
+		t.Fatalf("the rollout did not finish: %+v", s.e.get("s"))
 	}
 }
 
