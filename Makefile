@@ -198,11 +198,11 @@ e2e-plant: image
 # at a time as docs/operations.md §5 says, under a writer; then the new
 # features, lost acknowledgements and a restart from the data. BASE is
 # built once per commit (bin/upgrade/amserver-<sha>) in a detached worktree
-# that is removed again. UPGRADE_RUN picks the tests
-# (TestNewLeaderBeforeUpgradeEnds: an upgraded server elected leader while
-# old ones remain; not in the default run).
+# that is removed again. UPGRADE_RUN picks the tests; by default both:
+# TestRollingUpgrade, and TestNewLeaderBeforeUpgradeEnds (an upgraded
+# server elected leader while old ones remain).
 BASE ?= f783f6f
-UPGRADE_RUN ?= TestRollingUpgrade
+UPGRADE_RUN ?= TestRollingUpgrade|TestNewLeaderBeforeUpgradeEnds
 UPGRADE_BIN = $(CURDIR)/bin/upgrade
 upgrade-check:
 	@sha=$$(git rev-parse --verify --quiet '$(BASE)^{commit}') || \

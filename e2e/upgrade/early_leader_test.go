@@ -16,10 +16,12 @@ import (
 // server before the old ones are upgraded (an election the operator did
 // not ask for: a stalled or crashed leader, or transfer-leadership to it).
 // A service rollout and a node service apply then must neither crash the
-// old followers nor make the servers' states differ. It is not part of
-// make upgrade-check (run it with UPGRADE_RUN=TestNewLeaderBeforeUpgradeEnds):
-// against f783f6f it fails, the new leader's RolloutSettled (type 41)
-// stops both old followers and the cluster loses its quorum.
+// old followers nor make the servers' states differ: the new leader uses
+// what the old servers cannot apply (RolloutSettled, SettleRollout, a
+// service apply's Update) only once every server advertises the new
+// command level in gossip. Once the upgrade is finished, it does.
+// Against f783f6f without that gate, the new leader's RolloutSettled
+// (type 41) stopped both old followers and the cluster lost its quorum.
 func TestNewLeaderBeforeUpgradeEnds(t *testing.T) {
 	oldBin, newBin := os.Getenv("AMSERVER_UPGRADE_OLD"), os.Getenv("AMSERVER_UPGRADE_NEW")
 	if oldBin == "" || newBin == "" {
@@ -40,6 +42,8 @@ func TestNewLeaderBeforeUpgradeEnds(t *testing.T) {
 	seed(t, c)
 	oldSnapshot(t, l, c)
 	s := restartOrder(l.servers, leader)[0]
+	// The old leader adds s back from its gossip meta, which carries the
+	// new FSMLevel after the fields the old binary reads: it ignores it.
 	upgradeServer(t, l, s, newBin)
 	if err := c.TransferLeadership(t.Context(), s.id); err != nil {
 		t.Fatalf("transfer leadership to the upgraded %s: %v", s.id, err)
@@ -64,8 +68,21 @@ func TestNewLeaderBeforeUpgradeEnds(t *testing.T) {
 		return poll.Check(b.Generation == 1 && !b.Rolling && allRunning(b), "web: generation %d, rolling %v", b.Generation, b.Rolling)
 	})
 	t.Log(l.digestsAgree(t, 30*time.Second))
-	// A node service apply: old followers ignore Update. Seen once with
-	// the rollout left out: the instance stayed assigned at generation 1.
+	// The old followers would ignore a service apply's Update: the new
+	// leader leaves it out, and the apply changes the record only.
+	putServiceRecordOnly(t, sc, "1b")
+	l.running(t)
+	t.Log(l.digestsAgree(t, 30*time.Second))
+
+	for _, o := range l.servers {
+		if o != s {
+			t.Log(o.id, upgradeServer(t, l, o, newBin))
+		}
+	}
+	// Every server new: the leader settles rollouts and updates services.
+	if took := rollout(t, sc, "3", 2); took < 2*time.Second {
+		t.Errorf("the rollout of 3 replicas took %s: the settle window of 1 s was not kept", took)
+	}
 	applyService(t, newBin, s, sc)
 	l.running(t)
 	t.Log(l.digestsAgree(t, 30*time.Second))

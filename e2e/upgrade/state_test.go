@@ -196,6 +196,26 @@ func applyService(t *testing.T, newBin string, s *proc, c *api.Client) {
 	}
 }
 
+// putServiceRecordOnly changes the node service's launch to v through c
+// in a mixed cluster (no UpsertServiceRequest.Update): the record changes,
+// the running instances keep their launch at generation 0.
+func putServiceRecordOnly(t *testing.T, c *api.Client, v string) {
+	t.Helper()
+	if _, err := c.PutService(t.Context(), sidecar(v)); err != nil {
+		t.Fatalf("put the node service: %v", err)
+	}
+	poll.Eventually(t, 10*time.Second, "the sidecar record changed, its instances untouched", func() error {
+		svc, _, err := c.Service(t.Context(), "sidecar", nil)
+		if err != nil {
+			return err
+		}
+		if svc.Launch.Job == nil || svc.Launch.Job.Env["V"] != v {
+			return fmt.Errorf("sidecar launch %+v", svc.Launch.Job)
+		}
+		return sidecarAt(t.Context(), c, 0)
+	})
+}
+
 // runCLI runs an amserver client command and returns its output.
 func runCLI(bin string, args ...string) ([]byte, error) {
 	return exec.Command(bin, args...).CombinedOutput()

@@ -12,7 +12,6 @@ package upgrade
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -135,19 +134,7 @@ func mixedTraffic(t *testing.T, r *report, l *layout, w *writer, c *api.Client) 
 	t.Helper()
 	r.begin("mixed versions: the old leader's rollout and node service change")
 	rollout(t, c, "1b", 1)
-	if _, err := c.PutService(t.Context(), sidecar("1b")); err != nil {
-		t.Fatalf("put the node service through the old leader: %v", err)
-	}
-	poll.Eventually(t, 10*time.Second, "the sidecar record changed, its instances untouched", func() error {
-		svc, _, err := c.Service(t.Context(), "sidecar", nil)
-		if err != nil {
-			return err
-		}
-		if svc.Launch.Job == nil || svc.Launch.Job.Env["V"] != "1b" {
-			return fmt.Errorf("sidecar launch %+v", svc.Launch.Job)
-		}
-		return sidecarAt(t.Context(), c, 0)
-	})
+	putServiceRecordOnly(t, c, "1b")
 	r.end(w.paused(func() string { return l.digestsAgree(t, 30*time.Second) }))
 }
 
