@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -116,5 +117,19 @@ func TestInfoConfigIndex(t *testing.T) {
 	restarted := &Store{fsm: fsm.New(fsm.Config{}), stores: s.stores} // what a restart from the snapshot knows
 	if got := restarted.configIndex(); got != want {
 		t.Fatalf("configIndex from the snapshot %d, want %d", got, want)
+	}
+}
+
+// TestVotersListsNonvoters: Voters is the whole configuration, a nonvoter
+// included: the servers whose command level the leader checks
+// (agent/levels.go) are every server that replicates the log.
+func TestVotersListsNonvoters(t *testing.T) {
+	s := leadingStore(t)
+	got, err := s.Voters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"s1": "s1", "s2": "s2"}; !maps.Equal(got, want) {
+		t.Fatalf("Voters() = %v, want %v", got, want)
 	}
 }
