@@ -54,9 +54,10 @@ func (b fsmBackend) TransferLeadership(context.Context, string) error { return e
 func (b fsmBackend) RemovePeer(context.Context, string) error         { return errReadOnly }
 func (b fsmBackend) SaveSnapshot(context.Context, io.Writer) error    { return errReadOnly }
 func (b fsmBackend) RestoreSnapshot(context.Context, io.Reader) error { return errReadOnly }
-func (b fsmBackend) Plan(context.Context, fsm.BundleSpec) (*fsm.Bundle, *fsm.Explain, error) {
-	return nil, nil, httpapi.ErrNotImplemented
+func (b fsmBackend) Plan(context.Context, fsm.BundleSpec) (httpapi.PlanResult, error) {
+	return httpapi.PlanResult{}, httpapi.ErrNotImplemented
 }
+func (b fsmBackend) ServersApply(int) bool { return true } // one process: every server is this one
 
 // serveFSM serves the API over f on a loopback port until ctx ends.
 func serveFSM(ctx context.Context, f *fsm.FSM) (string, error) {
