@@ -33,6 +33,9 @@ const (
 type Config struct {
 	NodeID  string
 	DataDir string // empty: in-memory raft stores (dev without --data-dir)
+	// RaftLogStore picks DataDir's Raft log store (raftstore.LogStoreAuto
+	// when empty).
+	RaftLogStore raftstore.LogStore
 	// Recover starts although DataDir lost its stored Raft term and vote
 	// (raftstore.CheckDataDir); only an operator's explicit choice.
 	Recover bool

@@ -99,7 +99,7 @@ func NewServer(cfg Config, deps Deps) (*Server, error) {
 // open starts Raft over the FSM, then gossip.
 func (s *Server) open() error {
 	store, err := raftstore.Open(raftstore.Config{
-		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Recover: s.cfg.Recover, RaftAddr: s.cfg.RaftAddr, RaftAdvertise: s.cfg.RaftAdvertise,
+		NodeID: s.cfg.NodeID, DataDir: s.cfg.DataDir, Recover: s.cfg.Recover, LogStore: s.cfg.RaftLogStore, RaftAddr: s.cfg.RaftAddr, RaftAdvertise: s.cfg.RaftAdvertise,
 		TimeoutScale: s.cfg.TimeoutScale, SnapshotThreshold: s.cfg.SnapshotThreshold, TrailingLogs: s.cfg.TrailingLogs,
 		TLS: s.tls, Transport: s.deps.Transport, MemStores: s.deps.MemStores,
 		HTTPAddrOf: s.httpAddrOf, OnCommit: s.metrics.committed, Logger: s.cfg.Logger,

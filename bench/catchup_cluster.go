@@ -19,7 +19,7 @@ import (
 	"github.com/amserver/amserver/raftstore"
 )
 
-// catchupCluster is benchCluster's 3 servers (TCP Raft on loopback, bolt
+// catchupCluster is benchCluster's 3 servers (TCP Raft on loopback, WAL
 // on disk, fsync on, gossip bootstrap) on fixed loopback ports, so that a
 // server can be stopped and started again on its data directory at the
 // Raft and gossip addresses its peers know.

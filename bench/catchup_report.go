@@ -20,7 +20,7 @@ func catchupRows(m catchupRun) []Result {
 		Suite: "catchup", Name: fmt.Sprintf("follower catch-up by snapshot, %d bundles", m.bundles), Value: s(m.caughtUp), Unit: "s",
 		Target: fmt.Sprintf("<= %v", limit), Met: Met(m.caughtUp > 0 && m.caughtUp <= limit),
 		Note: fmt.Sprintf("restart on its old data dir → applied index %d (the leader's commit index at the restart); it was stopped at index %d, "+
-			"the leader's log then compacted to %d; 3 servers, TCP Raft on loopback, bolt on disk, fsync on. Loaded: %d bundles of the state suite's shape "+
+			"the leader's log then compacted to %d; 3 servers, TCP Raft on loopback, WAL log store on disk, fsync on. Loaded: %d bundles of the state suite's shape "+
 			"created through Raft on the leader from %d goroutines (%d while the follower was down) and placed by the leader's placer on %d nodes, %.0f s, %d leader elections meanwhile; %d elections during the catch-up",
 			m.target, m.followerLast, m.compactedTo, m.bundles, clusterConc, m.behind, stateNodes, m.load.Seconds(), m.elections, m.catchupElections),
 	}}

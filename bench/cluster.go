@@ -16,7 +16,7 @@ import (
 )
 
 // The "cluster" suite: committed placements per second through a real
-// 3-server cluster (TCP Raft on loopback, bolt stores on disk with fsync,
+// 3-server cluster (TCP Raft on loopback, WAL log stores on disk with fsync,
 // gossip on loopback) over 5,000 registered nodes. Bundles are submitted
 // over the HTTP API to the leader; the clock runs from the first submit
 // until the leader's state shows every job placed, so creates, placement

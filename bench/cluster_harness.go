@@ -27,7 +27,7 @@ const clusterTimeoutScale = 2
 
 // benchCluster is n amserver servers in this process, as the tests'
 // internal/testcluster builds them with TCP(): real TCP Raft on loopback,
-// bolt log and stable stores and file snapshots on disk (fsync on), gossip
+// WAL log and stable stores and file snapshots on disk (fsync on), gossip
 // on loopback, bootstrapped through gossip with --bootstrap-expect. It is
 // built here rather than there because a benchmark run has no testing.TB
 // and reports errors instead of failing a test.

@@ -25,7 +25,7 @@ type foTopology struct {
 }
 
 // foCluster is a failover trial's cluster, built with the constructors a
-// deployment's main uses: servers with real TCP Raft on loopback and bolt
+// deployment's main uses: servers with real TCP Raft on loopback and WAL
 // stores on disk (fsync on), workers with their own gossip members, all
 // gossiping over loopback UDP and TCP.
 type foCluster struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/raftstore"
 )
 
 // The "write" suite: committed writes per second at several concurrencies,
@@ -44,8 +45,8 @@ type writeSystem struct {
 
 // writeSystems selects the systems to measure: all of them, or (for
 // profiling one alone) the comma list in AMBENCH_WRITE_SYSTEMS.
-func writeSystems(only string) ([]writeSystem, error) {
-	all := []writeSystem{amserverWriteSystem(), etcdWriteSystem(), rawRaftWriteSystem()}
+func writeSystems(only string, store raftstore.LogStore) ([]writeSystem, error) {
+	all := []writeSystem{amserverWriteSystem(store), etcdWriteSystem(), rawRaftWriteSystem(store)}
 	if only == "" {
 		return all, nil
 	}
@@ -87,12 +88,31 @@ func writeSpecJSON(seq int64) []byte {
 	return b
 }
 
+// writeLogStore is the Raft log store of the amserver and raw-raft
+// clusters: AMBENCH_RAFT_LOG_STORE (wal or bolt), else the one a new
+// server gets (wal); bolt measures a server that kept an older data
+// directory.
+func writeLogStore() (raftstore.LogStore, error) {
+	ls, err := raftstore.ParseLogStore(os.Getenv("AMBENCH_RAFT_LOG_STORE"))
+	if err != nil {
+		return "", fmt.Errorf("AMBENCH_RAFT_LOG_STORE: %w", err)
+	}
+	if ls == raftstore.LogStoreAuto {
+		ls = raftstore.LogStoreWAL
+	}
+	return ls, nil
+}
+
 func runWrite(ctx context.Context, o Options) ([]Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	payload := len(writeSpecJSON(1))
-	systems, err := writeSystems(os.Getenv("AMBENCH_WRITE_SYSTEMS"))
+	store, err := writeLogStore()
+	if err != nil {
+		return nil, err
+	}
+	systems, err := writeSystems(os.Getenv("AMBENCH_WRITE_SYSTEMS"), store)
 	if err != nil {
 		return nil, err
 	}

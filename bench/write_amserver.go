@@ -13,20 +13,21 @@ import (
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
 	"github.com/amserver/amserver/gossip"
+	"github.com/amserver/amserver/raftstore"
 )
 
-func amserverWriteSystem() writeSystem {
+func amserverWriteSystem(store raftstore.LogStore) writeSystem {
 	return writeSystem{
 		name: "amserver", verb: "creates/s",
-		note: "POST /v1/bundles round-robin over 3 servers (followers forward), TCP Raft on loopback, bolt on disk, fsync on",
+		note: fmt.Sprintf("POST /v1/bundles round-robin over 3 servers (followers forward), TCP Raft on loopback, %s log store on disk, fsync on", store),
 		start: func(ctx context.Context, o Options, dir string, _ int) (writeTarget, error) {
-			return startAmserverWrite(ctx, o, dir)
+			return startAmserverWrite(ctx, o, dir, store)
 		},
 	}
 }
 
 // amserverWrite is a 3-server amserver cluster started the way the agent
-// benchmark and the README do it: real TCP Raft, bolt stores on disk, and
+// benchmark and the README do it: real TCP Raft, stores on disk, and
 // bootstrap through gossip on loopback.
 type amserverWrite struct {
 	servers []*agent.Server
@@ -34,7 +35,7 @@ type amserverWrite struct {
 	hc      *http.Client // the clients' shared connection pool
 }
 
-func startAmserverWrite(ctx context.Context, o Options, dir string) (*amserverWrite, error) {
+func startAmserverWrite(ctx context.Context, o Options, dir string, store raftstore.LogStore) (*amserverWrite, error) {
 	logger := slog.New(writeLevelHandler{Handler: o.Logger.Handler(), min: slog.LevelWarn})
 	a := &amserverWrite{}
 	var join []string
@@ -42,6 +43,7 @@ func startAmserverWrite(ctx context.Context, o Options, dir string) (*amserverWr
 		cfg := agent.Config{
 			NodeID: fmt.Sprintf("s%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i+1)),
 			HTTPAddr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", BootstrapExpect: 3, Join: join, Logger: logger,
+			RaftLogStore: store,
 		}
 		cfg.Gossip = gossip.DefaultConfig()
 		cfg.Gossip.BindAddr, cfg.Gossip.BindPort = "127.0.0.1", 0

@@ -15,13 +15,13 @@ import (
 	"github.com/amserver/amserver/raftstore"
 )
 
-func rawRaftWriteSystem() writeSystem {
+func rawRaftWriteSystem(store raftstore.LogStore) writeSystem {
 	return writeSystem{
 		name: "raw-raft", verb: "applies/s",
 		note: "hashicorp/raft with amserver's own settings and stores (raftstore.RaftConfig/OpenStores: BatchApplyCh, " +
-			"MaxAppendEntries 256, LogCache 1024 over bolt, fsync on), TCP loopback, no-op FSM, Apply on the leader",
+			"MaxAppendEntries 256, LogCache 1024 over the " + string(store) + " log store, fsync on), TCP loopback, no-op FSM, Apply on the leader",
 		start: func(ctx context.Context, o Options, dir string, _ int) (writeTarget, error) {
-			return startRawRaft(ctx, o, dir)
+			return startRawRaft(ctx, o, dir, store)
 		},
 	}
 }
@@ -34,7 +34,7 @@ type rawRaft struct {
 	leader  atomic.Pointer[raft.Raft]
 }
 
-func startRawRaft(ctx context.Context, o Options, dir string) (*rawRaft, error) {
+func startRawRaft(ctx context.Context, o Options, dir string, store raftstore.LogStore) (*rawRaft, error) {
 	logger := slog.New(writeLevelHandler{Handler: o.Logger.Handler(), min: slog.LevelWarn})
 	r := &rawRaft{}
 	var servers []raft.Server
@@ -43,7 +43,7 @@ func startRawRaft(ctx context.Context, o Options, dir string) (*rawRaft, error) 
 	for i := range 3 {
 		cfg := raftstore.Config{
 			NodeID: fmt.Sprintf("r%d", i+1), DataDir: filepath.Join(dir, fmt.Sprint(i+1)),
-			RaftAddr: "127.0.0.1:0", Logger: logger,
+			RaftAddr: "127.0.0.1:0", Logger: logger, LogStore: store,
 		}
 		t, err := raftstore.NewTransport(cfg)
 		if err != nil {

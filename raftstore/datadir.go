@@ -18,8 +18,8 @@ import (
 )
 
 // A data directory is checked before bbolt or Raft open it, because both
-// trust their files: bbolt maps raft.db and faults (SIGBUS) on a truncated
-// one, and Raft panics ("log not found") when a snapshot it needs has no
+// trust their files: bbolt maps raft.db (or the WAL's wal-meta.db) and
+// faults (SIGBUS) on a truncated one, and Raft panics ("log not found") when a snapshot it needs has no
 // readable meta.json (PITFALLS: data directories). A damaged directory is a
 // clear error naming the file and the way out, never a crash.
 
@@ -60,15 +60,24 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil // a new server
 	}
-	if err := checkNotInUse(dataDir, filepath.Join(dir, "raft.db")); err != nil {
+	kind, bothErr := storedLogStore(dir)
+	db, bucket := voteFile(dir, kind)
+	if err := checkNotInUse(dataDir, db); err != nil {
 		return err
 	}
 	var probs []Problem
 	snaps, snapProbs := checkSnapshots(filepath.Join(dir, "snapshots"))
 	probs = append(probs, snapProbs...)
-	db := filepath.Join(dir, "raft.db")
+	if bothErr != nil {
+		return &DamageError{DataDir: dataDir, Problems: append(probs, Problem{dir, bothErr.Error()})}
+	}
 	fi, err := os.Stat(db)
 	switch {
+	case kind == logStoreNone:
+		if snaps > 0 && !recoverVote {
+			probs = append(probs, Problem{dir, "no log store (raft.db or wal/) next to snapshots, so the stored term and vote are lost " +
+				"(start with --recover to accept that)"})
+		}
 	case errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0):
 		if snaps > 0 && !recoverVote {
 			probs = append(probs, Problem{db, "the log store is empty or missing next to snapshots, so the stored term and vote are lost " +
@@ -79,7 +88,7 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 	default:
 		what := checkBolt(db, fi.Size())
 		if what == "" && snaps > 0 && !recoverVote {
-			what = checkVote(db)
+			what = checkVote(db, bucket)
 		}
 		if what != "" {
 			probs = append(probs, Problem{db, what})
@@ -94,7 +103,7 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 // checkVote says whether a structurally sound log store next to snapshots
 // still holds the current term: one that lost it (recreated empty) would
 // let the server vote again in a term it voted in.
-func checkVote(path string) string {
+func checkVote(path, bucket string) string {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		return "unreadable: " + err.Error()
@@ -102,7 +111,7 @@ func checkVote(path string) string {
 	defer func() { _ = db.Close() }()
 	found := false
 	_ = db.View(func(tx *bbolt.Tx) error {
-		if b := tx.Bucket([]byte("conf")); b != nil {
+		if b := tx.Bucket([]byte(bucket)); b != nil {
 			found = b.Get([]byte("CurrentTerm")) != nil
 		}
 		return nil

@@ -18,11 +18,11 @@ import (
 
 // populatedDataDir runs a one-server store on disk until it has taken a
 // snapshot and logged past it, then shuts it down.
-func populatedDataDir(t *testing.T) string {
+func populatedDataDir(t *testing.T, kind LogStore) string {
 	t.Helper()
 	dir := t.TempDir()
 	_, tr := raft.NewInmemTransport("s1")
-	cfg := Config{NodeID: "s1", DataDir: dir, Transport: tr, TimeoutScale: 0.2, SnapshotThreshold: 4, TrailingLogs: 2}
+	cfg := Config{NodeID: "s1", DataDir: dir, Transport: tr, TimeoutScale: 0.2, SnapshotThreshold: 4, TrailingLogs: 2, LogStore: kind}
 	s, err := Open(cfg, fsm.New(fsm.Config{}))
 	if err != nil {
 		t.Fatal(err)
@@ -70,13 +70,19 @@ func snapshotDirs(t *testing.T, dataDir string) []string {
 // TestDamagedDataDirFailsClearly: every damage gives an error that names
 // the file and the recovery, and opening never reaches bbolt or Raft.
 func TestDamagedDataDirFailsClearly(t *testing.T) {
+	for _, kind := range []LogStore{LogStoreWAL, LogStoreBolt} {
+		t.Run(string(kind), func(t *testing.T) { testDamagedDataDir(t, kind) })
+	}
+}
+
+func testDamagedDataDir(t *testing.T, kind LogStore) {
 	cases := []struct {
 		name   string
 		damage func(t *testing.T, dir string) string // returns the file the error must name
 		want   string
 	}{
-		{"truncated raft.db", func(t *testing.T, dir string) string {
-			db := filepath.Join(dir, "raft", "raft.db")
+		{"truncated log store", func(t *testing.T, dir string) string {
+			db := logStoreFile(dir, kind)
 			fi, _ := os.Stat(db)
 			if err := os.Truncate(db, fi.Size()/2); err != nil {
 				t.Fatal(err)
@@ -84,7 +90,7 @@ func TestDamagedDataDirFailsClearly(t *testing.T) {
 			return db
 		}, "truncated"},
 		{"garbage header", func(t *testing.T, dir string) string {
-			db := filepath.Join(dir, "raft", "raft.db")
+			db := logStoreFile(dir, kind)
 			f, err := os.OpenFile(db, os.O_WRONLY, 0)
 			if err != nil {
 				t.Fatal(err)
@@ -125,24 +131,32 @@ func TestDamagedDataDirFailsClearly(t *testing.T) {
 			}
 			return state
 		}, "checksum"},
-		{"empty raft.db next to snapshots", func(t *testing.T, dir string) string {
-			db := filepath.Join(dir, "raft", "raft.db")
+		{"empty log store next to snapshots", func(t *testing.T, dir string) string {
+			db := logStoreFile(dir, kind)
 			if err := os.Truncate(db, 0); err != nil {
 				t.Fatal(err)
 			}
 			return db
 		}, "term and vote are lost"},
-		{"missing raft.db next to snapshots", func(t *testing.T, dir string) string {
-			db := filepath.Join(dir, "raft", "raft.db")
-			if err := os.Remove(db); err != nil {
+		{"missing log store next to snapshots", func(t *testing.T, dir string) string {
+			raftDir := filepath.Join(dir, "raft")
+			if err := os.RemoveAll(map[LogStore]string{LogStoreBolt: boltFile(raftDir), LogStoreWAL: walDir(raftDir)}[kind]); err != nil {
 				t.Fatal(err)
 			}
-			return db
+			return raftDir
 		}, "term and vote are lost"},
+		{"both log stores", func(t *testing.T, dir string) string {
+			raftDir := filepath.Join(dir, "raft")
+			other := map[LogStore]string{LogStoreBolt: walDir(raftDir), LogStoreWAL: boltFile(raftDir)}[kind]
+			if err := os.WriteFile(other, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return raftDir
+		}, "two Raft log stores"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := populatedDataDir(t)
+			dir := populatedDataDir(t, kind)
 			file := tc.damage(t, dir)
 			_, tr := raft.NewInmemTransport("s1")
 			_, err := Open(Config{NodeID: "s1", DataDir: dir, Transport: tr}, fsm.New(fsm.Config{}))
@@ -165,7 +179,7 @@ func TestDamagedDataDirFailsClearly(t *testing.T) {
 // TestRecoverAcceptsLostVote: --recover opens a directory whose log store
 // was emptied, and the state comes back from the snapshot.
 func TestRecoverAcceptsLostVote(t *testing.T) {
-	dir := populatedDataDir(t)
+	dir := populatedDataDir(t, LogStoreBolt)
 	if err := os.Truncate(filepath.Join(dir, "raft", "raft.db"), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +201,7 @@ func TestRecoverAcceptsLostVote(t *testing.T) {
 // TestSoundDataDirIsPrivate: a healthy directory passes, and every file
 // and directory in it is for its owner only.
 func TestSoundDataDirIsPrivate(t *testing.T) {
-	dir := populatedDataDir(t)
+	dir := populatedDataDir(t, LogStoreAuto)
 	if err := CheckDataDir(dir, false); err != nil {
 		t.Fatalf("a sound directory: %v", err)
 	}
@@ -213,8 +227,14 @@ func TestSoundDataDirIsPrivate(t *testing.T) {
 // directory is refused as such, without the advice to wipe it (that would
 // destroy the running server's Raft state), and the check says the same.
 func TestDataDirInUseIsNotDamage(t *testing.T) {
-	dir := populatedDataDir(t)
-	db, err := bbolt.Open(filepath.Join(dir, "raft", "raft.db"), 0o600, nil) // as a running server holds it
+	for _, kind := range []LogStore{LogStoreWAL, LogStoreBolt} {
+		t.Run(string(kind), func(t *testing.T) { testDataDirInUse(t, kind) })
+	}
+}
+
+func testDataDirInUse(t *testing.T, kind LogStore) {
+	dir := populatedDataDir(t, kind)
+	db, err := bbolt.Open(logStoreFile(dir, kind), 0o600, nil) // as a running server holds it
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,4 +249,11 @@ func TestDataDirInUseIsNotDamage(t *testing.T) {
 			t.Errorf("%s: error %q must say another process holds it, and not advise a wipe", name, msg)
 		}
 	}
+}
+
+// logStoreFile is the bbolt file of kind's store in dataDir, the one that
+// holds the stored term and vote.
+func logStoreFile(dataDir string, kind LogStore) string {
+	f, _ := voteFile(filepath.Join(dataDir, "raft"), kind)
+	return f
 }

@@ -20,7 +20,7 @@ import (
 // and the version, not Raft's "failed to load any existing snapshots", and
 // the data-dir check does not call it sound.
 func TestNewerSnapshotFormatIsNamed(t *testing.T) {
-	dir := populatedDataDir(t)
+	dir := populatedDataDir(t, LogStoreAuto)
 	for _, snap := range snapshotDirs(t, dir) {
 		rewriteVersion(t, snap, snapshot.Version+1)
 	}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/amserver/amserver/fsm"
 	"github.com/amserver/amserver/internal/certs"
@@ -37,6 +35,8 @@ type Config struct {
 	// MemStores, when DataDir is empty, are in-memory stores that outlive
 	// the server, so an in-process crash can restart from them.
 	MemStores *MemStores
+	// LogStore picks the on-disk log store (LogStoreAuto when empty).
+	LogStore LogStore
 	// Recover accepts a data directory whose stored term and vote are lost
 	// (an empty log store next to snapshots); see CheckDataDir.
 	Recover bool
@@ -65,6 +65,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
+	}
+	if c.LogStore == "" {
+		c.LogStore = LogStoreAuto
 	}
 	if c.HTTPAddrOf == nil {
 		c.HTTPAddrOf = func(string) string { return "" }
@@ -127,8 +130,9 @@ func NewMemStores() *MemStores {
 	return &MemStores{Logs: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore()}
 }
 
-// OpenStores opens the stores of c: bolt with a log cache and file
-// snapshots under DataDir/raft, or memory without a DataDir.
+// OpenStores opens the stores of c: the log store (logstore.go) with a
+// log cache and file snapshots under DataDir/raft, or memory without a
+// DataDir.
 func OpenStores(c Config) (*Stores, error) {
 	c.setDefaults()
 	if c.DataDir == "" {
@@ -147,33 +151,30 @@ func OpenStores(c Config) (*Stores, error) {
 		return nil, fmt.Errorf("create raft dir: %w", err)
 	}
 
-	// The map freelist and unsynced freelist keep bbolt fast after the large
-	// truncations that follow snapshots (PITFALLS: raft-boltdb).
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(dir, "raft.db"),
-		BoltOptions: &bbolt.Options{
-			Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
-		},
-	})
+	kind, err := chooseLogStore(c.LogStore, dir, c.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("open raft log store: %w", err)
+		return nil, err
 	}
-	cache, err := raft.NewLogCache(1024, bolt)
+	logs, stable, closeLogs, err := openLogStore(kind, dir, c.Logger)
 	if err != nil {
-		_ = bolt.Close()
+		return nil, err
+	}
+	cache, err := raft.NewLogCache(1024, logs)
+	if err != nil {
+		_ = closeLogs()
 		return nil, fmt.Errorf("raft log cache: %w", err)
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 3, newHclogBridge(c.Logger, "raft-snapshot", hclog.Info))
 	if err != nil {
-		_ = bolt.Close()
+		_ = closeLogs()
 		return nil, fmt.Errorf("raft snapshot store: %w", err)
 	}
 	if err := privateTree(c.DataDir); err != nil {
-		_ = bolt.Close()
+		_ = closeLogs()
 		return nil, err
 	}
 	private := privateSnapshots{FileSnapshotStore: snaps, path: filepath.Join(dir, "snapshots")}
-	return &Stores{Logs: cache, Stable: bolt, Snaps: private, Close: bolt.Close}, nil
+	return &Stores{Logs: cache, Stable: stable, Snaps: private, Close: closeLogs}, nil
 }
 
 // NewTransport opens the Raft transport of c: the configured one (tests),

@@ -19,6 +19,7 @@ import (
 	"github.com/amserver/amserver/gossip"
 	"github.com/amserver/amserver/httpapi"
 	"github.com/amserver/amserver/internal/memlimit"
+	"github.com/amserver/amserver/raftstore"
 	"github.com/amserver/amserver/worker"
 )
 
@@ -27,6 +28,7 @@ type agentFlags struct {
 	server, worker     bool
 	nodeID, dataDir    string
 	recoverVote        bool
+	raftLogStore       string
 	bind, advertise    string
 	httpAddr, raftAddr string
 	gossipAddr         string
@@ -95,7 +97,8 @@ func newAgentCmdFor(f *agentFlags) *cobra.Command {
 	fl.BoolVar(&f.worker, "worker", false, "run as a worker (registers inventory, runs assignments)")
 	fl.StringVar(&f.nodeID, "node-id", "", "node id; defaults to the hostname")
 	fl.StringVar(&f.dataDir, "data-dir", "", "data directory: Raft data on servers (required), task files on workers")
-	fl.BoolVar(&f.recoverVote, "recover", false, "server: start although the data directory lost its stored Raft term and vote (an emptied raft.db next to snapshots); a server that voted in the current term may then vote twice")
+	fl.BoolVar(&f.recoverVote, "recover", false, "server: start although the data directory lost its stored Raft term and vote (an emptied or missing log store next to snapshots); a server that voted in the current term may then vote twice")
+	fl.StringVar(&f.raftLogStore, "raft-log-store", string(raftstore.LogStoreAuto), "server: where the Raft log and vote are kept: wal (segment files, one fsync per append), bolt (raft.db, what servers before wal wrote), or auto (the store the data directory holds; wal for a new one)")
 	fl.StringVar(&f.bind, "bind", "0.0.0.0", "IP address to listen on")
 	fl.StringVar(&f.advertise, "advertise", "", "IP address other nodes use to reach this one; detected when empty")
 	fl.StringVar(&f.httpAddr, "http-addr", "", fmt.Sprintf("HTTP API address (default bind:%d); a worker serves its assignments' logs there (default bind:0, an ephemeral port it publishes in gossip)", agent.DefaultHTTPPort))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/api"
+	"github.com/amserver/amserver/raftstore"
 	"github.com/amserver/amserver/worker"
 )
 
@@ -48,6 +49,10 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		// another window than the one asked for.
 		return agent.Config{}, fmt.Errorf("--rollout-settle must be positive, not %s", f.rolloutSettle)
 	}
+	logStore, err := raftstore.ParseLogStore(f.raftLogStore)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("--raft-log-store: %w", err)
+	}
 	if f.heapHeadroomMiB < 0 || f.heapHeadroomMiB > maxHeapHeadroomMiB {
 		return agent.Config{}, fmt.Errorf("--heap-headroom-mib must be 0 (off) to %d, not %d", maxHeapHeadroomMiB, f.heapHeadroomMiB)
 	}
@@ -72,7 +77,7 @@ func (f *agentFlags) serverConfig(logger *slog.Logger) (agent.Config, error) {
 		return agent.Config{}, err
 	}
 	return agent.Config{
-		NodeID: id, DataDir: f.dataDir, Recover: f.recoverVote,
+		NodeID: id, DataDir: f.dataDir, Recover: f.recoverVote, RaftLogStore: logStore,
 		HTTPAddr: joinPort(httpHost, httpPort), HTTPAdvertise: joinPort(adv, httpPort),
 		RaftAddr: joinPort(raftHost, raftPort), RaftAdvertise: joinPort(adv, raftPort),
 		Join: f.join, BootstrapExpect: f.bootstrapExpect, Bootstrap: f.bootstrapExpect == 1,

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amserver/amserver/raftstore"
 )
 
 // TestAgentRolloutSettleFlag: --rollout-settle reaches the server's
@@ -38,6 +40,40 @@ func TestAgentRolloutSettleFlag(t *testing.T) {
 		}
 		if cfg.RolloutSettle != tc.want {
 			t.Errorf("%v: RolloutSettle %v, want %v", tc.args, cfg.RolloutSettle, tc.want)
+		}
+	}
+}
+
+// TestAgentRaftLogStoreFlag: --raft-log-store reaches the server's
+// configuration, auto when not given; an unknown store is refused.
+func TestAgentRaftLogStoreFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want raftstore.LogStore // "": refused
+	}{
+		{nil, raftstore.LogStoreAuto},
+		{[]string{"--raft-log-store", "bolt"}, raftstore.LogStoreBolt},
+		{[]string{"--raft-log-store", "wal"}, raftstore.LogStoreWAL},
+		{[]string{"--raft-log-store", "rocks"}, ""},
+	} {
+		f := &agentFlags{}
+		cmd := newAgentCmdFor(f)
+		args := append([]string{"--server", "--data-dir", t.TempDir(), "--bind", "127.0.0.1"}, tc.args...)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.serverConfig(slog.New(slog.DiscardHandler))
+		if tc.want == "" {
+			if err == nil || !strings.Contains(err.Error(), "--raft-log-store") {
+				t.Errorf("%v: err %v, want --raft-log-store refused", tc.args, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.RaftLogStore != tc.want {
+			t.Errorf("%v: RaftLogStore %q, want %q", tc.args, cfg.RaftLogStore, tc.want)
 		}
 	}
 }
