@@ -232,9 +232,13 @@ func (r *request) json(v any) error {
 // do sends r and returns a 2xx response whose body the caller must close.
 // Anything else becomes an *Error.
 func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
+	var retrying *Error // why the client is retrying
 	for attempt := 0; ; attempt++ {
 		resp, err := c.send(ctx, r)
 		if err != nil {
+			if retrying != nil && ctx.Err() != nil {
+				return nil, retrying // as when ctx ends the pause below
+			}
 			return nil, err
 		}
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -254,6 +258,7 @@ func (c *Client) do(ctx context.Context, r *request) (*http.Response, error) {
 		if !sleepCtx(ctx, wait) {
 			return nil, apiErr
 		}
+		retrying = apiErr
 	}
 }
 

@@ -201,3 +201,18 @@ func TestNewIDIsAValidName(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// A deadline that ends a retry while its request is in flight reports why
+// the client was retrying, as one that ends the pause between attempts
+// does: the caller must not read a server that never answered as a quiet
+// end (a follow of the events that watched nothing would exit 0).
+func TestDeadlineDuringRetryReportsWhyItRetried(t *testing.T) {
+	hang := func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	c, s := serve(t, noLeader, hang)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	err := c.Events(ctx, 0, func(Event) error { return nil })
+	if !IsCode(err, CodeNoLeader) || s.requests.Load() != 2 {
+		t.Fatalf("events = %v after %d requests; want the no-leader answer after the second request", err, s.requests.Load())
+	}
+}
