@@ -92,6 +92,8 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 		}
 		if what != "" {
 			probs = append(probs, Problem{db, what})
+		} else if kind == LogStoreWAL {
+			probs = append(probs, checkWALSegments(db)...)
 		}
 	}
 	if len(probs) == 0 {

@@ -145,6 +145,19 @@ func testDamagedDataDir(t *testing.T, kind LogStore) {
 			}
 			return raftDir
 		}, "term and vote are lost"},
+		{"truncated log segment", func(t *testing.T, dir string) string {
+			if kind != LogStoreWAL {
+				t.Skip("only the WAL keeps segments")
+			}
+			segs, err := filepath.Glob(filepath.Join(dir, "raft", "wal", "*.wal"))
+			if err != nil || len(segs) == 0 {
+				t.Fatalf("no segment: %v", err)
+			}
+			if err := os.Truncate(segs[len(segs)-1], 100); err != nil {
+				t.Fatal(err)
+			}
+			return segs[len(segs)-1]
+		}, "truncated"},
 		{"both log stores", func(t *testing.T, dir string) string {
 			raftDir := filepath.Join(dir, "raft")
 			other := map[LogStore]string{LogStoreBolt: walDir(raftDir), LogStoreWAL: boltFile(raftDir)}[kind]

@@ -1,0 +1,55 @@
+package raftstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
+	"go.etcd.io/bbolt"
+)
+
+// checkWALSegments compares the segment files of the WAL whose meta
+// database is metaPath with the list the meta database keeps. raft-wal
+// reads a damaged last segment as a write torn by a crash and drops what
+// follows the damage, acknowledged entries included, without a word; a
+// segment is preallocated to its size limit and never shrunk, so one that
+// is missing or shorter was damaged, not torn.
+func checkWALSegments(metaPath string) []Problem {
+	db, err := bbolt.Open(metaPath, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return []Problem{{metaPath, "unreadable: " + err.Error()}}
+	}
+	defer func() { _ = db.Close() }()
+	var state types.PersistentState
+	err = db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte(metadb.MetaBucket))
+		if b == nil {
+			return nil // a WAL that never committed its first segment
+		}
+		raw := b.Get([]byte(metadb.MetaKey))
+		if raw == nil {
+			return nil
+		}
+		return json.Unmarshal(raw, &state)
+	})
+	if err != nil {
+		return []Problem{{metaPath, "the segment list is not valid: " + err.Error()}}
+	}
+	var probs []Problem
+	for _, seg := range state.Segments {
+		path := filepath.Join(filepath.Dir(metaPath), segment.FileName(seg))
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			probs = append(probs, Problem{path, "a log segment is missing or unreadable: " + err.Error()})
+		case fi.Size() < int64(seg.SizeLimit):
+			probs = append(probs, Problem{path, fmt.Sprintf("truncated: %d of at least %d bytes", fi.Size(), seg.SizeLimit)})
+		}
+	}
+	return probs
+}
