@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 	"go.etcd.io/bbolt"
 )
@@ -124,18 +122,5 @@ func openLogStore(kind LogStore, raftDir string, logger *slog.Logger) (raft.LogS
 		}
 		return bolt, bolt, bolt.Close, nil
 	}
-	dir := walDir(raftDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, nil, fmt.Errorf("create raft wal dir: %w", err)
-	}
-	// raft-wal v0.4.0's Close leaves its meta database open, and with it
-	// the file lock: a server restarted in the same process would wait for
-	// that lock for good. The store owns the meta database and closes it.
-	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithLogger(newHclogBridge(logger, "raft-wal", hclog.Info)))
-	if err != nil {
-		return nil, nil, nil, errors.Join(fmt.Errorf("open raft log store %s: %w", dir, err), meta.Close())
-	}
-	closeAll := func() error { return errors.Join(w.Close(), meta.Close()) }
-	return w, w, closeAll, nil
+	return openWAL(walDir(raftDir), logger)
 }

@@ -1,12 +1,18 @@
 package raftstore
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 
 	"github.com/amserver/amserver/fsm"
 )
@@ -158,4 +164,115 @@ func TestWALTailTruncationSurvivesRestart(t *testing.T) {
 			t.Errorf("log %d: term %d, want %d", i, l.Term, want)
 		}
 	}
+}
+
+// TestWALFinishesARotationAStopCutShort: a server killed after an append
+// sealed a segment and before the meta database recorded the seal must
+// take appends again when it restarts (raft-wal leaves its tail refusing
+// them: "segment is sealed"), with every entry kept.
+func TestWALFinishesARotationAStopCutShort(t *testing.T) {
+	old := walSegmentSize
+	walSegmentSize = 4 << 10
+	t.Cleanup(func() { walSegmentSize = old })
+	dir := t.TempDir()
+	walPath := filepath.Join(dir, "raft", "wal")
+	reopen := func() *Stores {
+		st, err := OpenStores(Config{NodeID: "s1", DataDir: dir, LogStore: LogStoreWAL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	appendOne := func(st *Stores, i uint64) {
+		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(i)}, 900)}
+		if err := st.Logs.StoreLogs([]*raft.Log{l}); err != nil {
+			t.Fatalf("store %d: %v", i, err)
+		}
+	}
+	// Append one entry a run until one seals a segment. The stop right
+	// after it either cut the rotation short already, or came after it;
+	// then unrotate puts the files back as a kill would have left them.
+	var last uint64
+	for {
+		last++
+		st := reopen()
+		appendOne(st, last)
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		segs := walSegments(t, walPath).Segments
+		if tail := segs[len(segs)-1]; len(segs) >= 2 && tail.BaseIndex == last+1 {
+			unrotate(t, walPath)
+			break
+		} else if sealedButOpen(t, walPath, tail) {
+			break
+		}
+	}
+	st := reopen()
+	appendOne(st, last+1)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = reopen()
+	defer func() { _ = st.Close() }()
+	for i := uint64(1); i <= last+1; i++ {
+		var l raft.Log
+		if err := st.Logs.GetLog(i, &l); err != nil || len(l.Data) != 900 || l.Data[0] != byte(i) {
+			t.Fatalf("log %d: %d bytes (%v)", i, len(l.Data), err)
+		}
+	}
+}
+
+func walSegments(t *testing.T, dir string) types.PersistentState {
+	t.Helper()
+	meta := &metadb.BoltMetaDB{}
+	defer func() { _ = meta.Close() }()
+	state, err := meta.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// unrotate puts a WAL whose last rotation completed back in the state a
+// kill before the meta database's commit leaves: the sealed segment
+// listed open, no next segment, and no file for it.
+func unrotate(t *testing.T, dir string) {
+	t.Helper()
+	meta := &metadb.BoltMetaDB{}
+	defer func() { _ = meta.Close() }()
+	state, err := meta.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(state.Segments)
+	if err := os.Remove(filepath.Join(dir, segment.FileName(state.Segments[n-1]))); err != nil {
+		t.Fatal(err)
+	}
+	state.Segments = state.Segments[:n-1]
+	tail := &state.Segments[n-2]
+	tail.SealTime, tail.IndexStart, tail.MaxIndex = time.Time{}, 0, 0
+	state.NextSegmentID--
+	if err := meta.CommitState(state); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sealedButOpen says whether the segment the meta database lists open
+// holds its index: a rotation a stop cut short.
+func sealedButOpen(t *testing.T, dir string, tail types.SegmentInfo) bool {
+	t.Helper()
+	if !tail.SealTime.IsZero() {
+		return false
+	}
+	sw, err := segment.NewFiler(dir, walfs.New()).RecoverTail(tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sw.Close() }()
+	sealed, _, err := sw.Sealed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sealed
 }
