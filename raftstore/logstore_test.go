@@ -223,14 +223,21 @@ func TestWALFinishesARotationAStopCutShort(t *testing.T) {
 	}
 }
 
-func walSegments(t *testing.T, dir string) types.PersistentState {
+// walMeta opens the meta database of the WAL in dir; the caller closes it.
+func walMeta(t *testing.T, dir string) (*metadb.BoltMetaDB, types.PersistentState) {
 	t.Helper()
 	meta := &metadb.BoltMetaDB{}
-	defer func() { _ = meta.Close() }()
 	state, err := meta.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return meta, state
+}
+
+func walSegments(t *testing.T, dir string) types.PersistentState {
+	t.Helper()
+	meta, state := walMeta(t, dir)
+	_ = meta.Close()
 	return state
 }
 
@@ -239,12 +246,8 @@ func walSegments(t *testing.T, dir string) types.PersistentState {
 // listed open, no next segment, and no file for it.
 func unrotate(t *testing.T, dir string) {
 	t.Helper()
-	meta := &metadb.BoltMetaDB{}
+	meta, state := walMeta(t, dir)
 	defer func() { _ = meta.Close() }()
-	state, err := meta.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := len(state.Segments)
 	if err := os.Remove(filepath.Join(dir, segment.FileName(state.Segments[n-1]))); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amserver/amserver/agent"
 	"github.com/amserver/amserver/raftstore"
 )
 
@@ -22,13 +23,7 @@ func TestAgentRolloutSettleFlag(t *testing.T) {
 		{[]string{"--rollout-settle", "0s"}, 0},
 		{[]string{"--rollout-settle", "-1s"}, 0},
 	} {
-		f := &agentFlags{}
-		cmd := newAgentCmdFor(f)
-		args := append([]string{"--server", "--data-dir", t.TempDir(), "--bind", "127.0.0.1"}, tc.args...)
-		if err := cmd.ParseFlags(args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.serverConfig(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfigFor(t, tc.args...)
 		if tc.want == 0 {
 			if err == nil || !strings.Contains(err.Error(), "--rollout-settle must be positive") {
 				t.Errorf("%v: err %v, want --rollout-settle refused", tc.args, err)
@@ -56,13 +51,7 @@ func TestAgentRaftLogStoreFlag(t *testing.T) {
 		{[]string{"--raft-log-store", "wal"}, raftstore.LogStoreWAL},
 		{[]string{"--raft-log-store", "rocks"}, ""},
 	} {
-		f := &agentFlags{}
-		cmd := newAgentCmdFor(f)
-		args := append([]string{"--server", "--data-dir", t.TempDir(), "--bind", "127.0.0.1"}, tc.args...)
-		if err := cmd.ParseFlags(args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.serverConfig(slog.New(slog.DiscardHandler))
+		cfg, err := serverConfigFor(t, tc.args...)
 		if tc.want == "" {
 			if err == nil || !strings.Contains(err.Error(), "--raft-log-store") {
 				t.Errorf("%v: err %v, want --raft-log-store refused", tc.args, err)
@@ -76,4 +65,16 @@ func TestAgentRaftLogStoreFlag(t *testing.T) {
 			t.Errorf("%v: RaftLogStore %q, want %q", tc.args, cfg.RaftLogStore, tc.want)
 		}
 	}
+}
+
+// serverConfigFor is the server configuration `amserver agent --server`
+// builds from args.
+func serverConfigFor(t *testing.T, args ...string) (agent.Config, error) {
+	t.Helper()
+	f := &agentFlags{}
+	cmd := newAgentCmdFor(f)
+	if err := cmd.ParseFlags(append([]string{"--server", "--data-dir", t.TempDir(), "--bind", "127.0.0.1"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	return f.serverConfig(slog.New(slog.DiscardHandler))
 }
