@@ -3,8 +3,10 @@ package raftstore
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,13 +48,18 @@ func TestLogStoreFollowsTheDataDir(t *testing.T) {
 			}
 			_, tr := raft.NewInmemTransport("s1")
 			f := fsm.New(fsm.Config{})
-			s, err := Open(Config{NodeID: "s1", DataDir: dir, Transport: tr, LogStore: tc.want}, f)
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			s, err := Open(Config{NodeID: "s1", DataDir: dir, Transport: tr, LogStore: tc.want, Logger: logger}, f)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("open: %v, want %v", err, tc.err)
 			}
 			if err == nil {
 				if tc.existing != "" && f.State().Pool("pa") == nil {
 					t.Error("the directory's state did not come back")
+				}
+				if said := "log_store=" + string(tc.holds); !strings.Contains(logs.String(), said) {
+					t.Errorf("the server did not log %s:\n%s", said, logs.String())
 				}
 				_ = s.Shutdown()
 				s.Close()

@@ -159,6 +159,8 @@ func OpenStores(c Config) (*Stores, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Operators moving servers to the WAL one at a time read it here.
+	c.Logger.Info("raft log store opened", "log_store", string(kind), "dir", dir)
 	cache, err := raft.NewLogCache(1024, logs)
 	if err != nil {
 		_ = closeLogs()
