@@ -109,18 +109,27 @@ func chooseLogStore(want LogStore, raftDir, dataDir string) (LogStore, error) {
 // openLogStore opens the log and stable store of kind under raftDir.
 func openLogStore(kind LogStore, raftDir string, logger *slog.Logger) (raft.LogStore, raft.StableStore, func() error, error) {
 	if kind == LogStoreBolt {
-		// The map freelist and unsynced freelist keep bbolt fast after the
-		// large truncations that follow snapshots (PITFALLS: raft-boltdb).
-		bolt, err := raftboltdb.New(raftboltdb.Options{
-			Path: boltFile(raftDir),
-			BoltOptions: &bbolt.Options{
-				Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
-			},
-		})
+		bolt, err := openBolt(raftDir)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("open raft log store %s: %w", boltFile(raftDir), err)
+			return nil, nil, nil, err
 		}
 		return bolt, bolt, bolt.Close, nil
 	}
 	return openWAL(walDir(raftDir), logger)
+}
+
+// openBolt opens raftDir's raft.db. The map freelist and unsynced
+// freelist keep bbolt fast after the large truncations that follow
+// snapshots (PITFALLS: raft-boltdb).
+func openBolt(raftDir string) (*raftboltdb.BoltStore, error) {
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path: boltFile(raftDir),
+		BoltOptions: &bbolt.Options{
+			Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log store %s: %w", boltFile(raftDir), err)
+	}
+	return bolt, nil
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/amserver/amserver/raftstore"
 )
 
 // garbageDataDir is a server data directory whose raft.db is not a log
@@ -75,4 +80,49 @@ func TestDataDirCheck(t *testing.T) {
 	if r.code != 2 {
 		t.Fatalf("without --data-dir: exit %d, want 2 (usage)", r.code)
 	}
+}
+
+// TestDataDirMigrateToWAL: a bolt data directory moves to the WAL and says
+// what it moved; a second run has nothing to do; a directory without Raft
+// data or with damage exits 1 saying so; a missing --data-dir is usage.
+func TestDataDirMigrateToWAL(t *testing.T) {
+	dir := boltDataDir(t)
+	r := runCLI(t, "", "", "operator", "data-dir", "migrate-to-wal", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "to the WAL") || !strings.Contains(r.stdout, "raft.db.pre-wal") {
+		t.Fatalf("migrate: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "raft", "wal")); err != nil {
+		t.Fatalf("no WAL after the migration: %v", err)
+	}
+	r = runCLI(t, "", "", "--json", "operator", "data-dir", "migrate-to-wal", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, `"alreadyWal": true`) {
+		t.Errorf("second run: exit %d, stdout %q", r.code, r.stdout)
+	}
+	r = runCLI(t, "", "", "operator", "data-dir", "migrate-to-wal", "--data-dir", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stderr, "nothing to migrate") {
+		t.Errorf("empty: exit %d, stderr %q", r.code, r.stderr)
+	}
+	garbage, _ := garbageDataDir(t)
+	r = runCLI(t, "", "", "operator", "data-dir", "migrate-to-wal", "--data-dir", garbage)
+	if r.code != 1 || !strings.Contains(r.stderr, "damaged") {
+		t.Errorf("damaged: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r = runCLI(t, "", "", "operator", "data-dir", "migrate-to-wal"); r.code != 2 {
+		t.Errorf("without --data-dir: exit %d, want 2", r.code)
+	}
+}
+
+// boltDataDir is a stopped server's data directory on bolt, with a log.
+func boltDataDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := raftstore.OpenStores(raftstore.Config{NodeID: "s1", DataDir: dir, LogStore: raftstore.LogStoreBolt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := []*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("a")}, {Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte("b")}}
+	if err := errors.Join(st.Logs.StoreLogs(logs), st.Stable.SetUint64([]byte("CurrentTerm"), 1), st.Close()); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -25,7 +25,7 @@ func newOperatorCmd(a *app) *cobra.Command {
 	snap := makeGroup(&cobra.Command{Use: "snapshot", Short: "Save, restore and inspect snapshots of the whole state"})
 	snap.AddCommand(newSnapshotSaveCmd(a), newSnapshotRestoreCmd(a), newSnapshotInspectCmd(a))
 	dd := makeGroup(&cobra.Command{Use: "data-dir", Short: "Inspect a server's data directory"})
-	dd.AddCommand(newDataDirCheckCmd(a))
+	dd.AddCommand(newDataDirCheckCmd(a), newDataDirMigrateCmd(a))
 	cmd.AddCommand(raft, snap, dd)
 	return cmd
 }
