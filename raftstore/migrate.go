@@ -48,8 +48,10 @@ func MigrateToWAL(ctx context.Context, dataDir string, logger *slog.Logger) (Mig
 	var m Migration
 	switch {
 	case bothErr != nil:
-		if err := checkNotInUse(dataDir, boltFile(raftDir)); err != nil {
-			return m, err
+		for _, f := range []string{boltFile(raftDir), walMetaFile(raftDir)} {
+			if err := checkNotInUse(dataDir, f); err != nil {
+				return m, err
+			}
 		}
 		if err := os.RemoveAll(walDir(raftDir)); err != nil {
 			return m, fmt.Errorf("drop the WAL beside raft.db: %w", err)

@@ -111,6 +111,8 @@ func TestRollingUpgrade(t *testing.T) {
 	r.begin("service apply of a changed node service")
 	applyService(t, newBin, l.servers[1], c)
 
+	moveToWAL(t, r, l, w, c, newBin)
+
 	r.begin("no acknowledged create lost")
 	w.halt()
 	checkCreates(t, w, c)
