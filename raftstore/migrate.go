@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/hashicorp/raft-wal/migrate"
 )
 
 // ErrNoRaftData marks a data directory without a Raft log store.
@@ -90,23 +90,20 @@ func copyToWAL(ctx context.Context, raftDir string, logger *slog.Logger, m *Migr
 	if err != nil {
 		return err
 	}
-	err = copyLogsAndVote(ctx, dst, bolt, m)
+	err = copyLogsAndVote(ctx, dst, bolt, raftDir, m)
 	return errors.Join(err, closeDst())
 }
 
 func copyLogsAndVote(ctx context.Context, dst interface {
 	raft.LogStore
 	raft.StableStore
-}, src *raftboltdb.BoltStore, m *Migration) error {
-	first, err1 := src.FirstIndex()
-	last, err2 := src.LastIndex()
-	if err := errors.Join(err1, err2); err != nil {
-		return fmt.Errorf("read raft.db's bounds: %w", err)
+}, src *raftboltdb.BoltStore, raftDir string, m *Migration) error {
+	first, last, err := copyableRange(src, raftDir)
+	if err != nil {
+		return err
 	}
-	if last > 0 {
-		if err := migrate.CopyLogs(ctx, dst, src, 1<<20, nil); err != nil {
-			return fmt.Errorf("copy the log: %w", err)
-		}
+	if err := copyLogs(ctx, dst, src, first, last); err != nil {
+		return err
 	}
 	m.First, m.Last = first, last
 	for _, k := range stableIntKeys {
@@ -170,4 +167,71 @@ func syncDir(dir string) error {
 	}
 	err = d.Sync()
 	return errors.Join(err, d.Close())
+}
+
+// copyableRange is the run of raft.db's entries that ends at its last one
+// without a gap. Bolt may hold older entries below a gap: Raft skips an
+// index when it restores a user's snapshot, and the WAL takes no gaps.
+// Entries below a gap are covered by a snapshot, which the check makes
+// sure of; an entry missing above the latest snapshot is damage.
+func copyableRange(src *raftboltdb.BoltStore, raftDir string) (first, last uint64, err error) {
+	lo, err1 := src.FirstIndex()
+	hi, err2 := src.LastIndex()
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, fmt.Errorf("read raft.db's bounds: %w", err)
+	}
+	if hi == 0 {
+		return 0, 0, nil
+	}
+	first = hi
+	for first > lo {
+		var l raft.Log
+		if err := src.GetLog(first-1, &l); errors.Is(err, raft.ErrLogNotFound) {
+			break
+		} else if err != nil {
+			return 0, 0, fmt.Errorf("read raft.db's entry %d: %w", first-1, err)
+		}
+		first--
+	}
+	if first > lo {
+		snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, 3, hclog.NewNullLogger())
+		if err != nil {
+			return 0, 0, err
+		}
+		metas, err := snaps.List()
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(metas) == 0 || metas[0].Index < first-1 {
+			return 0, 0, fmt.Errorf("raft.db lacks entry %d, which no snapshot covers", first-1)
+		}
+	}
+	return first, hi, nil
+}
+
+// copyLogs appends src's entries first..last to dst in batches of about
+// a megabyte.
+func copyLogs(ctx context.Context, dst raft.LogStore, src raft.LogStore, first, last uint64) error {
+	if last == 0 {
+		return nil
+	}
+	var batch []*raft.Log
+	size := 0
+	for i := first; i <= last; i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		l := new(raft.Log)
+		if err := src.GetLog(i, l); err != nil {
+			return fmt.Errorf("read raft.db's entry %d: %w", i, err)
+		}
+		batch, size = append(batch, l), size+len(l.Data)
+		if size >= 1<<20 || i == last {
+			if err := dst.StoreLogs(batch); err != nil {
+				return fmt.Errorf("write entries up to %d: %w", i, err)
+			}
+			batch, size = batch[:0], 0
+		}
+	}
+	return nil
 }

@@ -3,9 +3,11 @@ package raftstore
 import (
 	"bytes"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -118,5 +120,61 @@ func sameEntries(t *testing.T, m Migration, kept, raftDir string) {
 		if a.Term != b.Term || a.Type != b.Type || !bytes.Equal(a.Data, b.Data) {
 			t.Fatalf("entry %d differs after the migration", i)
 		}
+	}
+}
+
+// TestMigrateToWALAcrossAGap: bolt may hold entries below a gap (Raft
+// skips an index when it restores a user's snapshot; the WAL takes no
+// gaps). The migration moves the run above the gap when a snapshot covers
+// the gap, and refuses a gap no snapshot covers.
+func TestMigrateToWALAcrossAGap(t *testing.T) {
+	logger := slog.New(slog.DiscardHandler)
+	dir := populatedDataDir(t, LogStoreBolt)
+	raftDir := filepath.Join(dir, "raft")
+	snaps, err := raft.NewFileSnapshotStore(raftDir, 3, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas, err := snaps.List()
+	if err != nil || len(metas) == 0 {
+		t.Fatalf("snapshots: %v, %v", metas, err)
+	}
+	covered := metas[0].Index
+	punch(t, raftDir, covered)
+	m, err := MigrateToWAL(t.Context(), dir, logger)
+	if err != nil || m.First != covered+1 {
+		t.Fatalf("gap at the snapshot's index %d: %+v, %v; want entries from %d", covered, m, err, covered+1)
+	}
+	sameEntries(t, m, filepath.Join(raftDir, boltKept), raftDir)
+
+	bare := t.TempDir()
+	st, err := OpenStores(Config{NodeID: "s1", DataDir: bare, LogStore: LogStoreBolt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []*raft.Log
+	for i := uint64(1); i <= 5; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand})
+	}
+	if err := errors.Join(st.Logs.StoreLogs(logs), st.Logs.DeleteRange(3, 3), st.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MigrateToWAL(t.Context(), bare, logger); err == nil || !strings.Contains(err.Error(), "no snapshot covers") {
+		t.Errorf("gap without a snapshot: %v, want refused", err)
+	}
+	if held, _ := storedLogStore(filepath.Join(bare, "raft")); held != LogStoreBolt {
+		t.Errorf("a refused migration left %q", held)
+	}
+}
+
+// punch deletes raft.db's entry i.
+func punch(t *testing.T, raftDir string, i uint64) {
+	t.Helper()
+	b, err := openBolt(raftDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(b.DeleteRange(i, i), b.Close()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -32,13 +32,13 @@ func newDataDirMigrateCmd(a *app) *cobra.Command {
 			m, err := raftstore.MigrateToWAL(cmd.Context(), dir, logger)
 			switch {
 			case errors.Is(err, raftstore.ErrInUse):
-				return sentence(err, "%s is in use: stop the server first", dir)
+				return sentence(err, "%v: stop the server first", err)
 			case errors.Is(err, raftstore.ErrNoRaftData):
 				return sentence(err, "%s holds no Raft log store: nothing to migrate", dir)
 			case errors.Is(err, raftstore.ErrDamaged):
-				return sentence(err, "%s is damaged and was left as it is: run amserver operator data-dir check --data-dir %s", dir, dir)
+				return sentence(err, "%s is damaged and was left as it is (%v)", dir, err)
 			case err != nil:
-				return sentence(err, "the migration of %s failed; raft.db is unchanged and the server still starts on it", dir)
+				return sentence(err, "the migration of %s failed, and the server still starts on its raft.db: %v", dir, err)
 			}
 			report := migrationReport{DataDir: dir, AlreadyWAL: m.AlreadyWAL, First: m.First, Last: m.Last, Term: m.Term,
 				KeptBolt: m.KeptBolt, RebuiltFromBolt: m.RebuiltFromBolt}
