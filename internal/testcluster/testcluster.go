@@ -36,7 +36,7 @@ type options struct {
 	configure func(i int, cfg *agent.Config)
 }
 
-// TCP builds servers as a deployment runs them: TCP Raft on loopback, bolt
+// TCP builds servers as a deployment runs them: TCP Raft on loopback, WAL
 // stores and snapshots under t.TempDir() (fsync on), gossip on loopback,
 // and Raft bootstrapped through gossip with BootstrapExpect = N.
 func TCP() Option { return func(o *options) { o.tcp = true } }
