@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +19,8 @@ import (
 // reads a damaged last segment as a write torn by a crash and drops what
 // follows the damage, acknowledged entries included, without a word; a
 // segment is preallocated to its size limit and never shrunk, so one that
-// is missing or shorter was damaged, not torn.
+// is missing or shorter was damaged, not torn (but for a last segment not
+// yet written to, which may be either).
 func checkWALSegments(metaPath string) []Problem {
 	db, err := bbolt.Open(metaPath, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
@@ -41,10 +43,15 @@ func checkWALSegments(metaPath string) []Problem {
 		return []Problem{{metaPath, "the segment list is not valid: " + err.Error()}}
 	}
 	var probs []Problem
-	for _, seg := range state.Segments {
+	for i, seg := range state.Segments {
 		path := filepath.Join(filepath.Dir(metaPath), segment.FileName(seg))
 		fi, err := os.Stat(path)
+		newTail := i == len(state.Segments)-1 && seg.SealTime.IsZero()
 		switch {
+		case newTail && (errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0)):
+			// A rotation lists the next segment before it creates the file,
+			// which is synced at its first append: a stop in between leaves
+			// it missing or empty, holding nothing, and raft-wal recreates it.
 		case err != nil:
 			probs = append(probs, Problem{path, "a log segment is missing or unreadable: " + err.Error()})
 		case fi.Size() < int64(seg.SizeLimit):

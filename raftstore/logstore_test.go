@@ -178,51 +178,87 @@ func TestWALTailTruncationSurvivesRestart(t *testing.T) {
 // take appends again when it restarts (raft-wal leaves its tail refusing
 // them: "segment is sealed"), with every entry kept.
 func TestWALFinishesARotationAStopCutShort(t *testing.T) {
+	w := sealOneSegment(t)
+	segs := walSegments(t, w.walPath).Segments
+	if tail := segs[len(segs)-1]; !sealedButOpen(t, w.walPath, tail) {
+		unrotate(t, w.walPath)
+	}
+	w.appendAndReadBack(t)
+}
+
+// TestWALRotationBeforeItsFile: a stop after a rotation listed the next
+// segment and before its file was written leaves that file missing: not
+// damage (it held nothing), and the server takes appends again.
+func TestWALRotationBeforeItsFile(t *testing.T) {
+	w := sealOneSegment(t)
+	if err := w.reopen().Close(); err != nil { // finishes the rotation if the stop cut it short
+		t.Fatal(err)
+	}
+	segs := walSegments(t, w.walPath).Segments
+	if err := os.Remove(filepath.Join(w.walPath, segment.FileName(segs[len(segs)-1]))); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDataDir(w.dir, false); err != nil {
+		t.Fatalf("a next segment not yet created reads as %v", err)
+	}
+	w.appendAndReadBack(t)
+}
+
+// walRig is a WAL data directory on 4 KiB segments, whose entries are
+// 900 bytes, each one's bytes its index.
+type walRig struct {
+	t            *testing.T
+	dir, walPath string
+	last         uint64
+}
+
+func (w *walRig) reopen() *Stores {
+	st, err := OpenStores(Config{NodeID: "s1", DataDir: w.dir, LogStore: LogStoreWAL})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return st
+}
+
+func (w *walRig) appendOne(st *Stores) {
+	w.last++
+	l := &raft.Log{Index: w.last, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(w.last)}, 900)}
+	if err := st.Logs.StoreLogs([]*raft.Log{l}); err != nil {
+		w.t.Fatalf("store %d: %v", w.last, err)
+	}
+}
+
+// sealOneSegment appends one entry a run until one seals a segment. The
+// stop right after it either cut the rotation short or came after it.
+func sealOneSegment(t *testing.T) *walRig {
 	old := walSegmentSize
 	walSegmentSize = 4 << 10
 	t.Cleanup(func() { walSegmentSize = old })
 	dir := t.TempDir()
-	walPath := filepath.Join(dir, "raft", "wal")
-	reopen := func() *Stores {
-		st, err := OpenStores(Config{NodeID: "s1", DataDir: dir, LogStore: LogStoreWAL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	appendOne := func(st *Stores, i uint64) {
-		l := &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(i)}, 900)}
-		if err := st.Logs.StoreLogs([]*raft.Log{l}); err != nil {
-			t.Fatalf("store %d: %v", i, err)
-		}
-	}
-	// Append one entry a run until one seals a segment. The stop right
-	// after it either cut the rotation short already, or came after it;
-	// then unrotate puts the files back as a kill would have left them.
-	var last uint64
+	w := &walRig{t: t, dir: dir, walPath: filepath.Join(dir, "raft", "wal")}
 	for {
-		last++
-		st := reopen()
-		appendOne(st, last)
+		st := w.reopen()
+		w.appendOne(st)
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		segs := walSegments(t, walPath).Segments
-		if tail := segs[len(segs)-1]; len(segs) >= 2 && tail.BaseIndex == last+1 {
-			unrotate(t, walPath)
-			break
-		} else if sealedButOpen(t, walPath, tail) {
-			break
+		segs := walSegments(t, w.walPath).Segments
+		if tail := segs[len(segs)-1]; (len(segs) >= 2 && tail.BaseIndex == w.last+1) || sealedButOpen(t, w.walPath, tail) {
+			return w
 		}
 	}
-	st := reopen()
-	appendOne(st, last+1)
+}
+
+// appendAndReadBack appends one more entry, restarts, and reads them all.
+func (w *walRig) appendAndReadBack(t *testing.T) {
+	st := w.reopen()
+	w.appendOne(st)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st = reopen()
+	st = w.reopen()
 	defer func() { _ = st.Close() }()
-	for i := uint64(1); i <= last+1; i++ {
+	for i := uint64(1); i <= w.last; i++ {
 		var l raft.Log
 		if err := st.Logs.GetLog(i, &l); err != nil || len(l.Data) != 900 || l.Data[0] != byte(i) {
 			t.Fatalf("log %d: %d bytes (%v)", i, len(l.Data), err)
