@@ -58,6 +58,17 @@ func walDir(raftDir string) string   { return filepath.Join(raftDir, "wal") }
 // walMetaFile holds the WAL's segment list and the stored term and vote.
 func walMetaFile(raftDir string) string { return filepath.Join(walDir(raftDir), metadb.FileName) }
 
+// StoredLogStore says which log store dataDir holds: LogStoreWAL,
+// LogStoreBolt, or "" for none (a new server) or both (damage, which
+// CheckDataDir reports).
+func StoredLogStore(dataDir string) LogStore {
+	held, err := storedLogStore(filepath.Join(dataDir, "raft"))
+	if err != nil {
+		return logStoreNone
+	}
+	return held
+}
+
 // storedLogStore says which log store raftDir holds; both is damage.
 func storedLogStore(raftDir string) (LogStore, error) {
 	_, boltErr := os.Lstat(boltFile(raftDir))

@@ -87,12 +87,20 @@ func TestDataDirCheck(t *testing.T) {
 // data or with damage exits 1 saying so; a missing --data-dir is usage.
 func TestDataDirMigrateToWAL(t *testing.T) {
 	dir := boltDataDir(t)
-	r := runCLI(t, "", "", "operator", "data-dir", "migrate-to-wal", "--data-dir", dir)
+	r := runCLI(t, "", "", "--json", "operator", "data-dir", "check", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, `"logStore": "bolt"`) {
+		t.Errorf("check before the migration: exit %d, stdout %q", r.code, r.stdout)
+	}
+	r = runCLI(t, "", "", "operator", "data-dir", "migrate-to-wal", "--data-dir", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, "to the WAL") || !strings.Contains(r.stdout, "raft.db.pre-wal") {
 		t.Fatalf("migrate: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "raft", "wal")); err != nil {
 		t.Fatalf("no WAL after the migration: %v", err)
+	}
+	r = runCLI(t, "", "", "operator", "data-dir", "check", "--data-dir", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "Raft log store: wal") {
+		t.Errorf("check after the migration: exit %d, stdout %q", r.code, r.stdout)
 	}
 	r = runCLI(t, "", "", "--json", "operator", "data-dir", "migrate-to-wal", "--data-dir", dir)
 	if r.code != 0 || !strings.Contains(r.stdout, `"alreadyWal": true`) {

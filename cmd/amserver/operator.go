@@ -53,7 +53,8 @@ func newDataDirCheckCmd(a *app) *cobra.Command {
 				return err
 			}
 			_, statErr := os.Stat(filepath.Join(dir, "raft"))
-			report := dataDirReport{DataDir: dir, OK: err == nil, Empty: errors.Is(statErr, os.ErrNotExist), Problems: []dataDirProblem{}}
+			report := dataDirReport{DataDir: dir, OK: err == nil, Empty: errors.Is(statErr, os.ErrNotExist),
+				LogStore: string(raftstore.StoredLogStore(dir)), Problems: []dataDirProblem{}}
 			if de != nil {
 				for _, p := range de.Problems {
 					report.Problems = append(report.Problems, dataDirProblem{File: p.File, Problem: p.What})
@@ -82,7 +83,8 @@ type dataDirProblem struct {
 type dataDirReport struct {
 	DataDir  string           `json:"dataDir"`
 	OK       bool             `json:"ok"`
-	Empty    bool             `json:"empty"` // no Raft data: a server started on it starts with no state
+	Empty    bool             `json:"empty"`              // no Raft data: a server started on it starts with no state
+	LogStore string           `json:"logStore,omitempty"` // wal or bolt (operations.md §4.2)
 	Problems []dataDirProblem `json:"problems"`
 }
 
@@ -99,7 +101,7 @@ func printDataDir(w io.Writer, r dataDirReport) error {
 		return err
 	}
 	if r.OK {
-		_, err := fmt.Fprintf(w, "%s: no damage found\n", clean(r.DataDir))
+		_, err := fmt.Fprintf(w, "%s: no damage found (Raft log store: %s)\n", clean(r.DataDir), r.LogStore)
 		return err
 	}
 	for _, p := range r.Problems {
