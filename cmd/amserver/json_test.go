@@ -97,6 +97,7 @@ func TestJSONEveryCommand(t *testing.T) {
 		{args: []string{"keyring", "list"}},
 		{args: []string{"keygen"}},
 		{args: []string{"operator", "data-dir", "check", "--data-dir", t.TempDir()}},
+		{args: []string{"operator", "data-dir", "migrate-to-wal", "--data-dir", boltDataDir(t)}},
 		{args: []string{"tls", "ca", "create", "--dir", dir}},
 		{args: []string{"tls", "cert", "create", "--client", "--dir", dir,
 			"--ca", filepath.Join(dir, "ca.pem"), "--ca-key", filepath.Join(dir, "ca-key.pem")}},
