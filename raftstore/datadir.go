@@ -79,6 +79,11 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 				"(start with --recover to accept that)"})
 		}
 	case errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0):
+		if n := walSegmentFiles(dir, kind); n > 0 {
+			// raft-wal would start an empty log and delete the segments.
+			probs = append(probs, Problem{db, fmt.Sprintf("missing or empty next to %d log segments, so their list and the stored term and vote are lost", n)})
+			break
+		}
 		if snaps > 0 && !recoverVote {
 			probs = append(probs, Problem{db, "the log store is empty or missing next to snapshots, so the stored term and vote are lost " +
 				"(start with --recover to accept that)"})

@@ -158,6 +158,16 @@ func testDamagedDataDir(t *testing.T, kind LogStore) {
 			}
 			return segs[len(segs)-1]
 		}, "truncated"},
+		{"log segments without their list", func(t *testing.T, dir string) string {
+			if kind != LogStoreWAL {
+				t.Skip("only the WAL keeps segments")
+			}
+			meta := logStoreFile(dir, kind)
+			if err := os.Remove(meta); err != nil {
+				t.Fatal(err)
+			}
+			return meta
+		}, "log segments"},
 		{"both log stores", func(t *testing.T, dir string) string {
 			raftDir := filepath.Join(dir, "raft")
 			other := map[LogStore]string{LogStoreBolt: walDir(raftDir), LogStoreWAL: boltFile(raftDir)}[kind]

@@ -14,6 +14,16 @@ import (
 	"go.etcd.io/bbolt"
 )
 
+// walSegmentFiles counts the segment files in raftDir's WAL (none for a
+// bolt store).
+func walSegmentFiles(raftDir string, kind LogStore) int {
+	if kind != LogStoreWAL {
+		return 0
+	}
+	segs, _ := filepath.Glob(filepath.Join(walDir(raftDir), "*.wal"))
+	return len(segs)
+}
+
 // checkWALSegments compares the segment files of the WAL whose meta
 // database is metaPath with the list the meta database keeps. raft-wal
 // reads a damaged last segment as a write torn by a crash and drops what

@@ -322,3 +322,24 @@ func sealedButOpen(t *testing.T, dir string, tail types.SegmentInfo) bool {
 	}
 	return sealed
 }
+
+// TestWALSegmentsWithoutTheirList: a WAL that lost its meta database is
+// damage even without snapshots (a young server): raft-wal would start an
+// empty log and delete the segments, acknowledged entries and all.
+func TestWALSegmentsWithoutTheirList(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenStores(Config{NodeID: "s1", DataDir: dir, LogStore: LogStoreWAL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("acknowledged")}
+	if err := errors.Join(st.Logs.StoreLogs([]*raft.Log{l}), st.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(walMetaFile(filepath.Join(dir, "raft"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDataDir(dir, true); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "log segments") {
+		t.Fatalf("check: %v, want the lost segment list as damage", err)
+	}
+}
