@@ -112,9 +112,12 @@ func chooseLogStore(want LogStore, raftDir, dataDir string) (LogStore, error) {
 	case want == LogStoreAuto || want == held:
 		return held, nil
 	}
-	return "", fmt.Errorf("%w: --raft-log-store %s, but %s holds a %s log store; leave the flag at auto to keep it, "+
-		"or stop the server, move the data directory aside and start it again with the flag to re-sync it from the cluster's leader",
-		ErrLogStoreMismatch, want, dataDir, held)
+	move := "amserver operator data-dir migrate-to-wal moves it to the WAL while the server is stopped"
+	if want == LogStoreBolt {
+		move = "a data directory moved aside makes the server re-sync from the cluster's leader on bolt"
+	}
+	return "", fmt.Errorf("%w: --raft-log-store %s, but %s holds a %s log store; leave the flag at auto to keep it, or %s (operations.md §4.2)",
+		ErrLogStoreMismatch, want, dataDir, held, move)
 }
 
 // openLogStore opens the log and stable store of kind under raftDir.
