@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,8 +49,8 @@ func TestLogStoreFollowsTheDataDir(t *testing.T) {
 			}
 			_, tr := raft.NewInmemTransport("s1")
 			f := fsm.New(fsm.Config{})
-			var logs bytes.Buffer
-			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			logs := &lockedBuffer{}
+			logger := slog.New(slog.NewTextHandler(logs, nil))
 			s, err := Open(Config{NodeID: "s1", DataDir: dir, Transport: tr, LogStore: tc.want, Logger: logger}, f)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("open: %v, want %v", err, tc.err)
@@ -342,4 +343,23 @@ func TestWALSegmentsWithoutTheirList(t *testing.T) {
 	if err := CheckDataDir(dir, true); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "log segments") {
 		t.Fatalf("check: %v, want the lost segment list as damage", err)
 	}
+}
+
+// lockedBuffer is a log sink that Raft's goroutines write while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
