@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,11 +21,8 @@ func newDataDirMigrateCmd(a *app) *cobra.Command {
 		Short: "Move a stopped server's Raft log and vote from raft.db (bolt) to the WAL",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return usagef("--data-dir is required")
-			}
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return usagef("--data-dir %s is not a directory: %v", dir, statProblem(err))
+			if err := checkDataDirFlag(dir); err != nil {
+				return err
 			}
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			m, err := raftstore.MigrateToWAL(cmd.Context(), dir, logger)

@@ -40,12 +40,8 @@ func newDataDirCheckCmd(a *app) *cobra.Command {
 		Short: "Check a stopped server's data directory for damage, and say how to recover",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return usagef("--data-dir is required")
-			}
-			// A mistyped path must not pass as a sound directory.
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return usagef("--data-dir %s is not a directory: %v", dir, statProblem(err))
+			if err := checkDataDirFlag(dir); err != nil {
+				return err
 			}
 			err := raftstore.CheckDataDir(dir, recoverVote)
 			var de *raftstore.DamageError
@@ -73,6 +69,19 @@ func newDataDirCheckCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&dir, "data-dir", "", "the server's data directory")
 	cmd.Flags().BoolVar(&recoverVote, "recover", false, "accept a lost stored term and vote, as `amserver agent --recover` would")
 	return cmd
+}
+
+// checkDataDirFlag is the --data-dir of a command on a stopped server's
+// files: given, and a directory (a mistyped path must not pass as a sound,
+// empty one).
+func checkDataDirFlag(dir string) error {
+	if dir == "" {
+		return usagef("--data-dir is required")
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usagef("--data-dir %s is not a directory: %v", dir, statProblem(err))
+	}
+	return nil
 }
 
 type dataDirProblem struct {
