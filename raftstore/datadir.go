@@ -62,8 +62,11 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 	}
 	kind, bothErr := storedLogStore(dir)
 	db, bucket := voteFile(dir, kind)
-	if err := checkNotInUse(dataDir, db); err != nil {
-		return err
+	// With both stores either may be a running server's: never call it damage.
+	for _, f := range []string{db, boltFile(dir)} {
+		if err := checkNotInUse(dataDir, f); err != nil {
+			return err
+		}
 	}
 	var probs []Problem
 	snaps, snapProbs := checkSnapshots(filepath.Join(dir, "snapshots"))

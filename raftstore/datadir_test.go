@@ -257,6 +257,13 @@ func TestDataDirInUseIsNotDamage(t *testing.T) {
 
 func testDataDirInUse(t *testing.T, kind LogStore) {
 	dir := populatedDataDir(t, kind)
+	if kind == LogStoreBolt {
+		// A WAL beside the running server's raft.db (it downgraded)
+		// must not turn its data directory into damage to wipe.
+		if err := os.MkdirAll(walDir(filepath.Join(dir, "raft")), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	db, err := bbolt.Open(logStoreFile(dir, kind), 0o600, nil) // as a running server holds it
 	if err != nil {
 		t.Fatal(err)

@@ -48,10 +48,8 @@ func MigrateToWAL(ctx context.Context, dataDir string, logger *slog.Logger) (Mig
 	var m Migration
 	switch {
 	case bothErr != nil:
-		for _, f := range []string{boltFile(raftDir), walMetaFile(raftDir)} {
-			if err := checkNotInUse(dataDir, f); err != nil {
-				return m, err
-			}
+		if err := CheckDataDir(dataDir, false); errors.Is(err, ErrInUse) {
+			return m, err
 		}
 		if err := os.RemoveAll(walDir(raftDir)); err != nil {
 			return m, fmt.Errorf("drop the WAL beside raft.db: %w", err)
