@@ -264,9 +264,10 @@ func TestKeyringWatchLeavesFollowersBatching(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := leader.Raft().AppliedIndex()
+		// The FSM's own index: Raft's moves when it hands the FSM a batch.
 		poll.Eventually(t, 10*time.Second, "the follower to apply the create", func() error {
-			return poll.Check(follower.Raft().AppliedIndex() >= want, "follower at %d, leader at %d",
-				follower.Raft().AppliedIndex(), want)
+			return poll.Check(follower.FSM().AppliedIndex() >= want, "follower's FSM at %d, leader at %d",
+				follower.FSM().AppliedIndex(), want)
 		})
 	}
 	if n := follower.FSM().OpenEntries(); n < creates {

@@ -110,6 +110,12 @@ func (f *FSM) flushOpen() {
 	f.wmu.Unlock()
 }
 
+// AppliedIndex is the index of the last entry this replica applied,
+// visible or in the open transaction; reading it commits nothing. Raft's
+// own applied index moves when it hands a batch to the FSM, before the
+// FSM applied it.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
 // OpenEntries is how many applied commands the open transaction holds,
 // not yet visible to a read until one comes: a diagnostic (a follower
 // nobody reads from keeps it above zero).
