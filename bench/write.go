@@ -195,7 +195,9 @@ func (r *runningWrite) measure(ctx context.Context, o Options, conc, payload int
 		return Result{}, writeMeasurement{}, fmt.Errorf("prepare: %w", err)
 	}
 	warmup, window := writeTiming(o)
-	m, err := measureWrites(ctx, r.t, conc, warmup, window, &r.seq)
+	m, err := measureWrites(ctx, r.t, conc, warmup, window, &r.seq, func() (func() error, error) {
+		return writeProfile(r.sys.name, conc)
+	})
 	if err != nil {
 		return Result{}, writeMeasurement{}, err
 	}
@@ -244,7 +246,9 @@ func (m writeMeasurement) rate() float64 {
 // measure runs conc writers for warmup+window and counts the writes
 // acknowledged inside the window. Writers are never cancelled mid-write:
 // the window closes, then the in-flight writes finish uncounted.
-func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window time.Duration, seq *atomic.Int64) (writeMeasurement, error) {
+// profile, when not nil, starts a profile of the window alone.
+func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window time.Duration, seq *atomic.Int64,
+	profile func() (stop func() error, err error)) (writeMeasurement, error) {
 	var counting, stop atomic.Bool
 	var ops, errs atomic.Int64
 	var firstErr error
@@ -272,13 +276,26 @@ func measureWrites(ctx context.Context, t writeTarget, conc int, warmup, window 
 		}()
 	}
 	writeSleep(ctx, warmup)
+	stopProfile := func() error { return nil }
+	if profile != nil {
+		var err error
+		if stopProfile, err = profile(); err != nil {
+			stop.Store(true)
+			wg.Wait()
+			return writeMeasurement{}, err
+		}
+	}
 	counting.Store(true)
 	start, cpu0 := time.Now(), writeProcessCPU()
 	writeSleep(ctx, window)
 	counting.Store(false)
 	elapsed, cpu := time.Since(start), writeProcessCPU()-cpu0
+	profErr := stopProfile()
 	stop.Store(true)
 	wg.Wait()
+	if profErr != nil {
+		return writeMeasurement{}, profErr
+	}
 	if err := ctx.Err(); err != nil {
 		return writeMeasurement{}, fmt.Errorf("measurement interrupted: %w", err)
 	}
