@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,8 +63,9 @@ func CheckDataDir(dataDir string, recoverVote bool) error {
 	}
 	kind, bothErr := storedLogStore(dir)
 	db, bucket := voteFile(dir, kind)
-	// With both stores either may be a running server's: never call it damage.
-	for _, f := range []string{db, boltFile(dir)} {
+	// With both stores either may be a running server's: never call it
+	// damage. On a bolt directory the vote file is raft.db: ask once.
+	for _, f := range slices.Compact([]string{db, boltFile(dir)}) {
 		if err := checkNotInUse(dataDir, f); err != nil {
 			return err
 		}
