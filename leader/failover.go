@@ -1,10 +1,10 @@
 package leader
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -78,15 +78,14 @@ func lostPlacements(st *fsm.State) (map[string]bool, []*fsm.Bundle) {
 
 // sortByBand orders bundles gold, silver, bronze, then by age and id.
 func sortByBand(list []*fsm.Bundle) {
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if ba, bb := a.Spec.EffectiveBand(), b.Spec.EffectiveBand(); ba != bb {
-			return ba < bb
+	slices.SortStableFunc(list, func(a, b *fsm.Bundle) int {
+		if c := cmp.Compare(a.Spec.EffectiveBand(), b.Spec.EffectiveBand()); c != 0 {
+			return c
 		}
-		if a.SubmitTime != b.SubmitTime {
-			return a.SubmitTime < b.SubmitTime
+		if c := cmp.Compare(a.SubmitTime, b.SubmitTime); c != 0 {
+			return c
 		}
-		return a.ID() < b.ID()
+		return strings.Compare(a.ID(), b.ID())
 	})
 }
 

@@ -65,6 +65,15 @@ const unplaceableRescan = 30 * time.Second
 // that places something; the bundle reads pending until then.
 const recordCoalesce = 100 * time.Millisecond
 
+// passSpacing is the least time from one pass's start to the next while
+// passes commit nothing. A pass reads and sorts every pending bundle, and
+// under a stream of creates every commit woke one, most of them to find
+// the same bundles held or unplaceable: a fifth of the write suite's CPU
+// at c=64 (issue 19, docs/performance.md). A new bundle waits at most this
+// much longer for its first try; after a pass that commits, the next runs
+// at once.
+const passSpacing = 5 * time.Millisecond
+
 // Preemption budget: searches per pass, and the pause before a bundle that
 // found no victims is searched again.
 const (
@@ -79,14 +88,32 @@ func (p *placer) Run(ctx context.Context) {
 	p.scannedAt = time.Time{} // and reads the unplaceable bundles first
 	for ctx.Err() == nil {
 		watch := p.l.store.WatchCh()
+		began := time.Now()
 		committed := p.pass(ctx)
 		wait := 5 * time.Second
 		if p.recordDue > 0 {
 			wait, p.recordDue = p.recordDue, 0
 		}
-		if committed == 0 && !p.again && !waitChange(ctx, watch, wait) {
+		if committed == 0 && !p.again &&
+			!(waitChange(ctx, watch, wait) && sleepCtx(ctx, passSpacing-time.Since(began))) {
 			return
 		}
+	}
+}
+
+// sleepCtx waits d (nothing when d <= 0) and says whether ctx is still
+// live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -121,7 +148,7 @@ func (p *placer) pass(ctx context.Context) int {
 	budget := preemptPerPass
 	p.placeAll(batch, queue, &budget, start)
 	p.again = p.unchanged.remember(batch, queue, cluster) > 0 && more
-	if p.holdRecords(batch, start) {
+	if p.holdRecords(batch, len(queue)+len(held), start) {
 		p.hold(queue, cluster)
 		p.rescan = p.rescan || scanFinds(queue, cluster)
 		return 0

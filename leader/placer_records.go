@@ -16,12 +16,16 @@ type heldTry struct {
 
 // holdRecords says whether a plan that only records failures waits for
 // recordCoalesce to pass since the last such commit; the Run loop then
-// passes again when it does (or sooner, on a change).
-func (p *placer) holdRecords(batch *scheduler.Batch, now time.Time) bool {
+// passes again when it does (or sooner, on a change). Records for a whole
+// plan (waiting counts those already held) commit at once: under a burst
+// of creates into a full pool the held bundles piled up faster than one
+// plan an interval took them, and every pass read and sorted them all
+// again (issue 19); a full plan is one Raft entry for hundreds of creates.
+func (p *placer) holdRecords(batch *scheduler.Batch, waiting int, now time.Time) bool {
 	if !batch.OnlyExplains() {
 		return false
 	}
-	if due := p.holdLeft(now); due > 0 {
+	if due := p.holdLeft(now); due > 0 && waiting < maxBundlesPerPlan {
 		p.recordDue = due
 		return true
 	}

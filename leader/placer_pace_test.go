@@ -1,0 +1,101 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/amserver/amserver/fsm"
+)
+
+// countingStore counts the placer's reads of the state: a pass reads it
+// once to build its queue, and once more after a plan commits.
+type countingStore struct {
+	Store
+	reads atomic.Int64
+}
+
+func (c *countingStore) State() *fsm.State {
+	c.reads.Add(1)
+	return c.Store.State()
+}
+
+// TestPlacerSpacesPassesThatCommitNothing: creates into a pool without
+// nodes commit back to back, each waking the placer. Its failure records
+// are held (recordCoalesce), so most passes commit nothing; those must
+// come at most one per passSpacing, not one per commit, since each reads
+// and sorts every pending bundle (issue 19).
+func TestPlacerSpacesPassesThatCommitNothing(t *testing.T) {
+	e := newEnv(t)
+	e.store.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "empty"}})
+	cs := &countingStore{Store: e.l.store}
+	e.l.store = cs
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		(&placer{l: e.l}).Run(ctx)
+	}()
+	// A create every 200 µs or so: many commits per passSpacing, each one
+	// a wake-up the placer would otherwise take.
+	const creates = 500
+	for i := range creates {
+		e.bundle(fmt.Sprintf("b%04d", i), "empty", "", 100)
+		time.Sleep(200 * time.Microsecond)
+	}
+	cancel()
+	wg.Wait()
+	elapsed := time.Since(start)
+	plans := 0
+	for _, p := range e.store.take() {
+		if p.typ == fsm.ApplyPlanType {
+			plans++
+		}
+	}
+	passes := int(cs.reads.Load()) - plans // a committing pass reads twice
+	// Every pass that commits nothing starts at least passSpacing before
+	// the next; the ones that commit, and the last, are the rest.
+	limit := int(elapsed/passSpacing) + plans + 2
+	if passes > limit {
+		t.Fatalf("%d passes over %d creates in %v (%d plans): want at most %d", passes, creates, elapsed, plans, limit)
+	}
+	t.Logf("%d passes, %d plans, %v", passes, plans, elapsed)
+	if plans == 0 {
+		t.Fatal("no plan committed the failure records: the placer did not run")
+	}
+}
+
+// TestPlacerCommitsAFullPlanOfRecords: records held within recordCoalesce
+// commit at once when they fill a plan, so a burst of creates into a full
+// pool leaves at most about a plan's worth pending for the passes to read.
+func TestPlacerCommitsAFullPlanOfRecords(t *testing.T) {
+	e := newEnv(t)
+	e.node("n1", "p", 1000, 4, fsm.NodeReady)
+	p := &placer{l: e.l}
+	e.bundle("first", "p", "", 2000)
+	if p.pass(e.ctx); e.get("first").State != fsm.StateUnplaceable {
+		t.Fatalf("first record: %s, want unplaceable", e.get("first").State)
+	}
+	e.store.take()
+	for i := range maxBundlesPerPlan - 1 {
+		e.bundle(fmt.Sprintf("b%04d", i), "p", "", 2000)
+	}
+	if p.pass(e.ctx); len(e.store.take()) != 0 {
+		t.Fatal("records short of a plan committed within recordCoalesce")
+	}
+	e.bundle("last", "p", "", 2000) // the held ones and this one fill a plan
+	p.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 1 || ps[0].typ != fsm.ApplyPlanType {
+		t.Fatalf("a full plan of records proposed %v, want one plan", typesOf(ps))
+	}
+	for _, id := range []string{"b0000", fmt.Sprintf("b%04d", maxBundlesPerPlan-2), "last"} {
+		if st := e.get(id).State; st != fsm.StateUnplaceable {
+			t.Fatalf("%s %s, want its record committed", id, st)
+		}
+	}
+}
