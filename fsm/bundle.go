@@ -1,9 +1,9 @@
 package fsm
 
 import (
-	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 
 	"github.com/amserver/amserver/ledger"
 )
@@ -188,8 +188,10 @@ func AssignmentID(bundle string, slot int, job, node string) string {
 	return assignmentID(ledger.Key{Bundle: bundle, Replica: slot, Job: job}, node)
 }
 
+// assignmentID concatenates rather than formats: a list page of whole
+// bundles builds one per job, and Sprintf cost three times the bytes.
 func assignmentID(k ledger.Key, node string) string {
-	return fmt.Sprintf("%s:%d:%s@%s", k.Bundle, k.Replica, k.Job, node)
+	return k.Bundle + ":" + strconv.Itoa(k.Replica) + ":" + k.Job + "@" + node
 }
 
 func sortedKeys[V any](m map[string]V) []string {
