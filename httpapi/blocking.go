@@ -131,10 +131,11 @@ func (s *Server) sendRead(c echo.Context, st *fsm.State, fn readFunc, index uint
 		}
 		return encodeAnswer(v)
 	}
-	ans, err := s.shared.get(ctx, shareKey(c), st.Index(tables...), build)
+	ans, done, err := s.shared.get(ctx, shareKey(c), st.Index(tables...), build)
 	if err != nil {
 		return err
 	}
+	defer done() // the body may go back to its pool once written
 	setIndex(c, index)
 	if ans.next != "" {
 		c.Response().Header().Set(api.HeaderNextToken, ans.next)

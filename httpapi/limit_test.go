@@ -146,9 +146,11 @@ func TestSharedAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			if a, err := s.get(context.Background(), "k", 7, slow); err != nil || string(a.body) != "x" {
+			a, done, err := s.get(context.Background(), "k", 7, slow)
+			if err != nil || string(a.body) != "x" {
 				t.Errorf("shared answer %q, %v", a.body, err)
 			}
+			done()
 		})
 	}
 	poll.Eventually(t, 10*time.Second, "the first computation", func() error {
@@ -171,13 +173,15 @@ func TestSharedAnswers(t *testing.T) {
 		{"j", 8, fast, 4}, // and is then shared
 	}
 	for i, st := range steps {
-		_, _ = s.get(context.Background(), st.key, st.index, st.fn)
+		_, done, _ := s.get(context.Background(), st.key, st.index, st.fn)
+		done()
 		if got := computed.Load(); got != st.want {
 			t.Fatalf("step %d: %d computations, want %d", i, got, st.want)
 		}
 	}
 	s.entries["j"].at = time.Now().Add(-2 * sharedTTL)
-	_, _ = s.get(context.Background(), "j", 8, fast)
+	_, done, _ := s.get(context.Background(), "j", 8, fast)
+	done()
 	if computed.Load() != 5 {
 		t.Fatal("an expired answer was reused")
 	}
@@ -203,9 +207,11 @@ func TestSharedAnswersExpire(t *testing.T) {
 	s := newSharedAnswers()
 	get := func(key string) {
 		t.Helper()
-		if _, err := s.get(t.Context(), key, 1, func() (answer, error) { return answer{body: []byte(key)}, nil }); err != nil {
+		_, done, err := s.get(t.Context(), key, 1, func() (answer, error) { return answer{body: []byte(key)}, nil })
+		if err != nil {
 			t.Fatal(err)
 		}
+		done()
 	}
 	for _, key := range []string{"a", "bb", "ccc"} {
 		get(key)

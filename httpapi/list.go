@@ -140,7 +140,8 @@ func (l listing[T]) page(ctx context.Context, st *fsm.State, p listParams, keep 
 			return pageResult{}, err
 		}
 	}
-	res := pageResult{body: enc.finish()}
+	buf := enc.finish()
+	res := pageResult{body: buf.Bytes(), buf: buf}
 	if more {
 		res.next = encodeToken(l.name, last)
 	}

@@ -9,8 +9,10 @@ import (
 
 // A list page is encoded entry by entry as its rows are read: the bytes
 // json.Marshal of the page's entries would give, without holding the
-// entries (a thousand whole bundles) until the end, and into a buffer
-// that the next page reuses.
+// entries (a thousand whole bundles) until the end, and into a pooled
+// buffer. The buffer is the page's body: the shared answers hand it back
+// to the pool once no request is sending it (shared.go), so a walk reuses
+// one buffer instead of allocating a body per page.
 
 // maxPooledPage is the largest page buffer kept for reuse; a larger one
 // (a page of big objects) is left to the collector.
@@ -48,18 +50,26 @@ func (p *pageEncoder) add(v any) error {
 // size is the body's length so far.
 func (p *pageEncoder) size() int { return p.buf.Len() }
 
-// finish closes the array and returns the page's body, a copy of its own.
-func (p *pageEncoder) finish() []byte {
+// finish closes the array and hands over the buffer holding the page's
+// body; the caller gives it back with putPageBuf once the body is sent.
+func (p *pageEncoder) finish() *bytes.Buffer {
 	p.buf.WriteString("]\n")
-	body := bytes.Clone(p.buf.Bytes())
-	p.release()
-	return body
+	buf := p.buf
+	p.buf, p.enc = nil, nil
+	return buf
 }
 
-// release gives the buffer back; the encoder is not used after it.
+// release gives the buffer back unless finish handed it over; the encoder
+// is not used after it.
 func (p *pageEncoder) release() {
-	if p.buf != nil && p.buf.Cap() <= maxPooledPage {
-		pageBufs.Put(p.buf)
-	}
+	putPageBuf(p.buf)
 	p.buf, p.enc = nil, nil
+}
+
+// putPageBuf returns a page's buffer to the pool; nothing may read the
+// body after it.
+func putPageBuf(buf *bytes.Buffer) {
+	if buf != nil && buf.Cap() <= maxPooledPage {
+		pageBufs.Put(buf)
+	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,17 +15,20 @@ import (
 )
 
 // answer is an encoded read: the JSON body and, for a list, the token of
-// the next page.
+// the next page. buf, when set, is the pooled buffer body lies in (a list
+// page's, page_encode.go), to go back to the pool once nothing sends it.
 type answer struct {
 	body []byte
 	next string
+	buf  *bytes.Buffer
 }
 
 // pageResult is what a list's readFunc returns: the page's encoded body
-// and the next page's token ("" on the last).
+// and the next page's token ("" on the last), in a pooled buffer.
 type pageResult struct {
 	body []byte
 	next string
+	buf  *bytes.Buffer
 }
 
 func encodeAnswer(v any) (answer, error) {
@@ -41,14 +45,19 @@ func encodeAnswer(v any) (answer, error) {
 // Shared answers: requests for the same thing at the same state index get
 // one encoding. A write wakes every blocking query waiting on its tables at
 // once; without sharing, 100 idle list watchers woken by one write built
-// and sent 776 MB. An answer is reused only briefly (answers that read the
-// gossip view, such as a node's lastSeen, must not freeze), and only while
-// the sum of the kept bodies stays bounded. Each read drops the answers
-// whose time is up, oldest first, so a walk of a list does not leave its
-// pages held (an idle server holds the last second's until its next read).
+// and sent 776 MB. An answer is shared with every request that asks for it
+// while it is built or sent. After that it is kept briefly (answers that
+// read the gossip view, such as a node's lastSeen, must not freeze), and
+// only while the sum of the kept bodies stays bounded; a body over
+// sharedKeepMax is kept only if a second request asked for it, so a walk
+// of big pages does not hold each one for the TTL: its pooled buffer goes
+// back at once, for the next page. Each read drops the answers whose time
+// is up, oldest first, so a walk of a list does not leave its pages held
+// (an idle server holds the last second's until its next read).
 const (
 	sharedTTL      = time.Second
 	sharedMaxBytes = 64 << 20
+	sharedKeepMax  = 256 << 10
 )
 
 type sharedAnswers struct {
@@ -67,60 +76,102 @@ type keptAnswer struct {
 }
 
 type sharedEntry struct {
+	key   string
 	index uint64
 	ready chan struct{} // closed when ans and ok are set
 	ans   answer
 	ok    bool
 	at    time.Time
 	kept  bool // its body counts in bytes (under mu)
+	// refs are the requests building, waiting for or sending the answer,
+	// plus one while it is kept; at 0 its buffer is pooled (under mu).
+	refs   int
+	joined bool // a second request asked for it (under mu)
 }
 
 func newSharedAnswers() *sharedAnswers { return &sharedAnswers{entries: map[string]*sharedEntry{}} }
 
-// get returns the answer for key at index: one being computed or computed
-// within the TTL, else compute's. Only successes are shared: a waiter whose
-// leader failed (its client left, it was turned away) computes its own.
-func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compute func() (answer, error)) (answer, error) {
+// get returns the answer for key at index: one being computed, sent, or
+// computed within the TTL, else compute's. Only successes are shared: a
+// waiter whose leader failed (its client left, it was turned away)
+// computes its own. The caller calls done once it has sent the answer.
+func (s *sharedAnswers) get(ctx context.Context, key string, index uint64, compute func() (answer, error)) (ans answer, done func(), err error) {
 	s.mu.Lock()
 	s.expire(time.Now())
 	e := s.entries[key]
 	if e != nil && e.index == index && (e.at.IsZero() || time.Since(e.at) < sharedTTL) {
+		e.refs++
+		e.joined = true
 		s.mu.Unlock()
-		select {
-		case <-e.ready:
-			if e.ok {
-				return e.ans, nil
-			}
-		case <-ctx.Done():
-			return answer{}, ctx.Err()
-		}
-		return compute()
+		return s.await(ctx, e, compute)
 	}
-	e = &sharedEntry{index: index, ready: make(chan struct{})}
+	e = &sharedEntry{key: key, index: index, ready: make(chan struct{}), refs: 1}
 	if old := s.entries[key]; old != nil && old.kept {
 		s.unkeep(old)
 	}
 	s.entries[key] = e
 	s.mu.Unlock()
 
-	ans, err := compute()
+	ans, err = compute()
 	s.mu.Lock()
 	e.ans, e.ok, e.at = ans, err == nil, time.Now()
 	if s.entries[key] == e {
-		if err != nil || s.bytes+len(ans.body) > sharedMaxBytes {
+		switch {
+		case err != nil:
 			delete(s.entries, key)
-		} else {
+		case (len(ans.body) <= sharedKeepMax || e.joined) && s.bytes+len(ans.body) <= sharedMaxBytes:
 			s.keep(key, e)
-		}
+		} // else it is shared only until its last request has sent it
 	}
 	close(e.ready)
 	s.mu.Unlock()
-	return ans, err
+	if err != nil {
+		s.done(e)
+		return answer{}, func() {}, err
+	}
+	return ans, func() { s.done(e) }, nil
+}
+
+// await waits for e, which the caller holds a reference to.
+func (s *sharedAnswers) await(ctx context.Context, e *sharedEntry, compute func() (answer, error)) (answer, func(), error) {
+	select {
+	case <-e.ready:
+		if e.ok {
+			return e.ans, func() { s.done(e) }, nil
+		}
+	case <-ctx.Done():
+		s.done(e)
+		return answer{}, func() {}, ctx.Err()
+	}
+	s.done(e)
+	ans, err := compute()
+	return ans, func() { putPageBuf(ans.buf) }, err
+}
+
+// done drops a request's reference to e.
+func (s *sharedAnswers) done(e *sharedEntry) {
+	s.mu.Lock()
+	s.release(e)
+	s.mu.Unlock()
+}
+
+// release drops a reference to e; the last one unmaps it and pools its
+// buffer (the caller holds mu).
+func (s *sharedAnswers) release(e *sharedEntry) {
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	if s.entries[e.key] == e {
+		delete(s.entries, e.key)
+	}
+	putPageBuf(e.ans.buf)
+	e.ans = answer{}
 }
 
 // keep counts e's body, to expire in turn (the caller holds mu).
 func (s *sharedAnswers) keep(key string, e *sharedEntry) {
 	e.kept = true
+	e.refs++
 	s.bytes += len(e.ans.body)
 	s.kept = append(s.kept, keptAnswer{key, e})
 }
@@ -129,6 +180,7 @@ func (s *sharedAnswers) keep(key string, e *sharedEntry) {
 func (s *sharedAnswers) unkeep(e *sharedEntry) {
 	s.bytes -= len(e.ans.body)
 	e.kept = false
+	s.release(e)
 }
 
 // expire drops the answers kept for the TTL (the caller holds mu).
