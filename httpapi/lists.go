@@ -21,12 +21,14 @@ var bundleListing = listing[fsm.Bundle]{
 		}, err
 	},
 	// A page renders each bundle into one value and encodes it before the
-	// next (list.go): a pointer to it is an entry, not a copy per bundle.
+	// next (list.go): a pointer to it is an entry, not a copy per bundle,
+	// and a view of the state (the page reads one version of it), not a
+	// copy of its tags and command lines.
 	render: func(*Server, *fsm.State) renderer[fsm.Bundle] {
 		var whole api.Bundle
 		var summary api.BundleSummary
 		return renderer[fsm.Bundle]{
-			full: func(b *fsm.Bundle) any { bundleToAPIInto(&whole, b); return &whole },
+			full: func(b *fsm.Bundle) any { bundleViewInto(&whole, b); return &whole },
 			summary: func(b *fsm.Bundle, _ any) any {
 				bundleSummaryInto(&summary, b)
 				return &summary

@@ -9,15 +9,34 @@ import (
 )
 
 // cloneCodec deep-copies a type that both sides share, so the FSM keeps no
-// reference into a request (or a response into the FSM's state).
-func cloneCodec(cd *codec, t reflect.Type) error {
+// reference into a request (or a response into the FSM's state). A view
+// (View) copies the value itself to the API, sharing what it refers to.
+func cloneCodec(cd *codec, t reflect.Type, view bool) error {
 	clone, err := cloner(t)
 	if err != nil {
 		return err
 	}
 	cd.toFSM = func(_ *state, dst, src unsafe.Pointer) { clone(dst, src) }
 	cd.toAPI = clone
+	if view {
+		cd.toAPI = shallowCopy(t)
+	}
 	return nil
+}
+
+// shallowCopy copies a value of type t as an assignment would.
+func shallowCopy(t reflect.Type) func(dst, src unsafe.Pointer) {
+	switch {
+	case isPlain(t):
+		return plainCopy(t.Size())
+	case t.Kind() == reflect.String:
+		return func(dst, src unsafe.Pointer) { *(*string)(dst) = *(*string)(src) }
+	case t == reflect.TypeFor[[]string]():
+		return func(dst, src unsafe.Pointer) { *(*[]string)(dst) = *(*[]string)(src) }
+	case t == reflect.TypeFor[map[string]string]():
+		return func(dst, src unsafe.Pointer) { *(*map[string]string)(dst) = *(*map[string]string)(src) }
+	}
+	return func(dst, src unsafe.Pointer) { reflect.NewAt(t, dst).Elem().Set(reflect.NewAt(t, src).Elem()) }
 }
 
 func cloner(t reflect.Type) (func(dst, src unsafe.Pointer), error) {

@@ -25,6 +25,7 @@ type key struct {
 // type refers to its own (still being filled) codec.
 type compiler struct {
 	done map[key]*codec
+	view bool // ToAPI shares common types (View)
 }
 
 var timeType = reflect.TypeFor[time.Time]()
@@ -41,7 +42,7 @@ func (c *compiler) codec(a, f reflect.Type, unit string) (*codec, error) {
 	case unit != "":
 		err = unitCodec(cd, a, f, unit)
 	case a == f:
-		err = cloneCodec(cd, a)
+		err = cloneCodec(cd, a, c.view)
 	default:
 		err = c.shapeCodec(cd, a, f)
 	}

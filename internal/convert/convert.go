@@ -67,6 +67,7 @@ type Option func(*options)
 type options struct {
 	skip     map[string]bool
 	readOnly map[string]bool
+	view     bool
 }
 
 // Skip names fields, on either side, that have no counterpart in this pair:
@@ -89,6 +90,16 @@ func ReadOnly(names ...string) Option {
 	}
 }
 
+// View makes ToAPI share, instead of copy, the values of types both sides
+// have in common (lists, maps, pointers): for an API value that is encoded
+// and dropped while the FSM state it reads stays as it is, such as a list
+// page's entry, which otherwise copied every tag map and command line it
+// showed. What ToAPI gives must then be read only, at every depth that is
+// not the API's own. ToFSM still copies.
+func View() Option {
+	return func(o *options) { o.view = true }
+}
+
 // Pair converts between an API type A and an FSM type F.
 type Pair[A, F any] struct {
 	plan *structPlan
@@ -101,7 +112,7 @@ func NewPair[A, F any](opts ...Option) (*Pair[A, F], error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := compiler{done: map[key]*codec{}}
+	c := compiler{done: map[key]*codec{}, view: o.view}
 	plan, err := c.structPlan(reflect.TypeFor[A](), reflect.TypeFor[F](), o)
 	if err != nil {
 		return nil, err

@@ -198,3 +198,26 @@ func TestEmbeddedPointerFields(t *testing.T) {
 		t.Fatalf("rules to API: %+v", out)
 	}
 }
+
+// TestViewShares: a view's ToAPI gives what a copying pair gives, sharing
+// the lists and maps of common types instead of copying them.
+func TestViewShares(t *testing.T) {
+	view := MustPair[wireThing, fsmThing](Skip("Computed"), ReadOnly("RO"), View())
+	in := fill.New[fsmThing](3)
+	var copied, shown wireThing
+	thingPair.ToAPI(&copied, in)
+	view.ToAPI(&shown, in)
+	if !reflect.DeepEqual(copied, shown) {
+		t.Fatalf("view %+v, copy %+v", shown, copied)
+	}
+	if &shown.Shared.Labels[0] != &in.Shared.Labels[0] || reflect.ValueOf(shown.Shared.Env).UnsafePointer() != reflect.ValueOf(in.Shared.Env).UnsafePointer() {
+		t.Fatal("the view copied a common list or map")
+	}
+	if &copied.Shared.Labels[0] == &in.Shared.Labels[0] {
+		t.Fatal("the copying pair shares a list")
+	}
+	var back fsmThing
+	if view.ToFSM(&back, &shown); &back.Shared.Labels[0] == &in.Shared.Labels[0] {
+		t.Fatal("a view's ToFSM shares a list")
+	}
+}
