@@ -94,8 +94,10 @@ func (p *placer) Run(ctx context.Context) {
 		if p.recordDue > 0 {
 			wait, p.recordDue = p.recordDue, 0
 		}
-		if committed == 0 && !p.again &&
-			!(waitChange(ctx, watch, wait) && sleepCtx(ctx, passSpacing-time.Since(began))) {
+		if committed > 0 || p.again {
+			continue
+		}
+		if !waitChange(ctx, watch, wait) || !sleepCtx(ctx, passSpacing-time.Since(began)) {
 			return
 		}
 	}
