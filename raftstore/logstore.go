@@ -120,8 +120,9 @@ func chooseLogStore(want LogStore, raftDir, dataDir string) (LogStore, error) {
 		ErrLogStoreMismatch, want, dataDir, held, move)
 }
 
-// openLogStore opens the log and stable store of kind under raftDir.
-func openLogStore(kind LogStore, raftDir string, logger *slog.Logger) (raft.LogStore, raft.StableStore, func() error, error) {
+// openLogStore opens the log and stable store of kind under raftDir;
+// segmentSize sizes the WAL's segments (0: raft-wal's default).
+func openLogStore(kind LogStore, raftDir string, segmentSize int, logger *slog.Logger) (raft.LogStore, raft.StableStore, func() error, error) {
 	if kind == LogStoreBolt {
 		bolt, err := openBolt(raftDir)
 		if err != nil {
@@ -129,7 +130,7 @@ func openLogStore(kind LogStore, raftDir string, logger *slog.Logger) (raft.LogS
 		}
 		return bolt, bolt, bolt.Close, nil
 	}
-	return openWAL(walDir(raftDir), logger)
+	return openWAL(walDir(raftDir), segmentSize, logger)
 }
 
 // openBolt opens raftDir's raft.db. The map freelist and unsynced

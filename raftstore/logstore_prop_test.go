@@ -24,9 +24,6 @@ type walModel struct {
 // operations cross one, and checks every entry against a model after each
 // step. raft-wal v0.4.0 failed this (the tail truncation, raft-wal#31).
 func TestPropertyWALMatchesModel(t *testing.T) {
-	old := walSegmentSize
-	walSegmentSize = 4 << 10
-	t.Cleanup(func() { walSegmentSize = old })
 	rapid.Check(t, func(rt *rapid.T) {
 		dir, err := os.MkdirTemp(t.TempDir(), "wal")
 		if err != nil {
@@ -60,7 +57,7 @@ type walRun struct {
 }
 
 func (w *walRun) open() {
-	st, err := OpenStores(Config{NodeID: "s1", DataDir: w.dir, LogStore: LogStoreWAL})
+	st, err := OpenStores(Config{NodeID: "s1", DataDir: w.dir, LogStore: LogStoreWAL, walSegmentSize: 4 << 10})
 	if err != nil {
 		w.rt.Fatalf("open: %v", err)
 	}

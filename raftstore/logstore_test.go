@@ -214,7 +214,7 @@ type walRig struct {
 }
 
 func (w *walRig) reopen() *Stores {
-	st, err := OpenStores(Config{NodeID: "s1", DataDir: w.dir, LogStore: LogStoreWAL})
+	st, err := OpenStores(Config{NodeID: "s1", DataDir: w.dir, LogStore: LogStoreWAL, walSegmentSize: 4 << 10})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -232,9 +232,6 @@ func (w *walRig) appendOne(st *Stores) {
 // sealOneSegment appends one entry a run until one seals a segment. The
 // stop right after it either cut the rotation short or came after it.
 func sealOneSegment(t *testing.T) *walRig {
-	old := walSegmentSize
-	walSegmentSize = 4 << 10
-	t.Cleanup(func() { walSegmentSize = old })
 	dir := t.TempDir()
 	w := &walRig{t: t, dir: dir, walPath: filepath.Join(dir, "raft", "wal")}
 	for {

@@ -14,11 +14,6 @@ import (
 	"github.com/hashicorp/raft-wal/segment"
 )
 
-// walSegmentSize overrides raft-wal's 64 MiB segments when positive (0
-// is raft-wal's default): tests shrink them to cross segment boundaries in
-// a few entries.
-var walSegmentSize int
-
 // openWAL opens the WAL in dir around two gaps of raft-wal v0.4.2 that
 // would otherwise stop a server for good:
 //   - An append that fills a segment seals it (writes its index) and
@@ -30,7 +25,7 @@ var walSegmentSize int
 //   - Close leaves the meta database open, and with it the file lock: a
 //     server restarted in the same process would wait for that lock for
 //     good. The store owns the meta database and closes it.
-func openWAL(dir string, logger *slog.Logger) (*wal.WAL, *wal.WAL, func() error, error) {
+func openWAL(dir string, segmentSize int, logger *slog.Logger) (*wal.WAL, *wal.WAL, func() error, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("create raft wal dir: %w", err)
 	}
@@ -38,7 +33,7 @@ func openWAL(dir string, logger *slog.Logger) (*wal.WAL, *wal.WAL, func() error,
 		return nil, nil, nil, fmt.Errorf("open raft log store %s: %w", dir, err)
 	}
 	meta := &metadb.BoltMetaDB{}
-	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(walSegmentSize),
+	w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize),
 		wal.WithLogger(newHclogBridge(logger, "raft-wal", hclog.Info)))
 	if err != nil {
 		return nil, nil, nil, errors.Join(fmt.Errorf("open raft log store %s: %w", dir, err), meta.Close())

@@ -84,7 +84,7 @@ func copyToWAL(ctx context.Context, raftDir string, logger *slog.Logger, m *Migr
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("drop an earlier, unfinished copy: %w", err)
 	}
-	dst, _, closeDst, err := openWAL(tmp, logger)
+	dst, _, closeDst, err := openWAL(tmp, 0, logger)
 	if err != nil {
 		return err
 	}

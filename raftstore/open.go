@@ -40,6 +40,9 @@ type Config struct {
 	// Recover accepts a data directory whose stored term and vote are lost
 	// (an empty log store next to snapshots); see CheckDataDir.
 	Recover bool
+	// walSegmentSize overrides raft-wal's 64 MiB segments when positive:
+	// tests shrink them to cross segment boundaries in a few entries.
+	walSegmentSize int
 
 	// HTTPAddrOf names a server's HTTP address (from gossip), for
 	// LeaderInfo; nil leaves it empty.
@@ -155,7 +158,7 @@ func OpenStores(c Config) (*Stores, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs, stable, closeLogs, err := openLogStore(kind, dir, c.Logger)
+	logs, stable, closeLogs, err := openLogStore(kind, dir, c.walSegmentSize, c.Logger)
 	if err != nil {
 		return nil, err
 	}
