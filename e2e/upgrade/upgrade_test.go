@@ -217,23 +217,32 @@ func oldSnapshot(t *testing.T, l *layout, c *api.Client) {
 // the server came back.
 func upgradeServer(t *testing.T, l *layout, s *proc, newBin string) string {
 	t.Helper()
-	h, err := s.client(t).Health(t.Context())
-	if err != nil {
-		t.Fatalf("health of %s before its upgrade: %v", s.id, err)
-	}
-	s.stop(t, syscall.SIGTERM)
-	out, err := runCLI(newBin, "operator", "data-dir", "check", "--data-dir", s.dataDir)
-	if err != nil {
-		t.Fatalf("the new binary's data-dir check of %s's old data: %v\n%s", s.id, err, out)
-	}
-	s.bin = newBin
-	l.start(t, s, newBin)
-	rejoined := l.rejoined(t, s.id, h.Index)
-	l.healthy(t, 60*time.Second)
+	rejoined := restartWith(t, l, s, newBin, "check")
 	if !startedFromSnapshot(s) {
 		t.Errorf("%s started without restoring the old binary's snapshot (no %q in its log)", s.id, "restored from snapshot")
 	}
 	return "started from the old snapshot, " + rejoined
+}
+
+// restartWith stops a healthy server (SIGTERM), runs bin's `operator
+// data-dir <step>` on its data directory, starts it on bin and waits for
+// it to rejoin and the cluster to be healthy; it returns how it rejoined.
+func restartWith(t *testing.T, l *layout, s *proc, bin, step string) string {
+	t.Helper()
+	h, err := s.client(t).Health(t.Context())
+	if err != nil {
+		t.Fatalf("health of %s before its restart: %v", s.id, err)
+	}
+	s.stop(t, syscall.SIGTERM)
+	out, err := runCLI(bin, "operator", "data-dir", step, "--data-dir", s.dataDir)
+	if err != nil {
+		t.Fatalf("operator data-dir %s of %s: %v\n%s", step, s.id, err, out)
+	}
+	s.bin = bin
+	l.start(t, s, bin)
+	rejoined := l.rejoined(t, s.id, h.Index)
+	l.healthy(t, 60*time.Second)
+	return rejoined
 }
 
 // startedFromSnapshot reports whether the server's last start restored a

@@ -4,7 +4,6 @@ package upgrade
 
 import (
 	"bytes"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,18 +22,7 @@ func moveToWAL(t *testing.T, r *report, l *layout, w *writer, c *api.Client, new
 		if !bytes.Contains(lastRun(s), []byte("log_store=bolt")) {
 			t.Errorf("%s did not keep its raft.db through the upgrade (no %q in its log)", s.id, "log_store=bolt")
 		}
-		h, err := s.client(t).Health(t.Context())
-		if err != nil {
-			t.Fatalf("health of %s before its move: %v", s.id, err)
-		}
-		s.stop(t, syscall.SIGTERM)
-		out, err := runCLI(newBin, "operator", "data-dir", "migrate-to-wal", "--data-dir", s.dataDir)
-		if err != nil {
-			t.Fatalf("migrate-to-wal of %s: %v\n%s", s.id, err, out)
-		}
-		l.start(t, s, newBin)
-		rejoined := l.rejoined(t, s.id, h.Index)
-		l.healthy(t, 60*time.Second)
+		rejoined := restartWith(t, l, s, newBin, "migrate-to-wal")
 		if !bytes.Contains(lastRun(s), []byte("log_store=wal")) {
 			t.Errorf("%s did not start on the WAL (no %q in its log)", s.id, "log_store=wal")
 		}
