@@ -25,8 +25,10 @@ type containerBackend interface {
 	// with spec. name is the task's project or container name, dir its
 	// directory.
 	deploy(ctx context.Context, a api.Assignment, spec, name, dir string) error
-	// teardown removes the task's containers, networks and volumes.
-	teardown(ctx context.Context, name, dir string) error
+	// teardown removes the task's containers and networks, and its
+	// volumes unless keepVolumes: a restart for a new generation runs the
+	// same workload again, and a stack's named volumes are its data.
+	teardown(ctx context.Context, name, dir string, keepVolumes bool) error
 	// describe names a container in messages; logPrefix starts each of its
 	// output lines in the shared log files.
 	describe(r psRow) string
@@ -259,6 +261,25 @@ func (d *containerDriver) beginStop(id string, mode stopMode) *ctask {
 	return t
 }
 
+// removeContainers tears the task's containers down, keeping its volumes
+// for a restart; a stop that joined the restart meanwhile as the task's
+// last (stopMode.merge) takes them too.
+func (d *containerDriver) removeContainers(ctx context.Context, t *ctask) error {
+	d.mu.Lock()
+	restart := t.mode == stopRestart
+	d.mu.Unlock()
+	if err := d.backend.teardown(ctx, t.name, t.dir, restart); err != nil || !restart {
+		return err
+	}
+	d.mu.Lock()
+	restart = t.mode == stopRestart
+	d.mu.Unlock()
+	if restart {
+		return nil
+	}
+	return d.backend.teardown(ctx, t.name, t.dir, false)
+}
+
 // teardown waits for a deploy it cancelled, removes the task's containers
 // (and, unless it is to run again, its directory) and forgets it; a failed
 // teardown keeps the task, to be stopped again by the next reconcile.
@@ -268,7 +289,7 @@ func (d *containerDriver) teardown(t *ctask, deployDone, stopped chan struct{}) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	err := d.backend.teardown(ctx, t.name, t.dir)
+	err := d.removeContainers(ctx, t)
 	d.mu.Lock()
 	logs := t.logs // a stopping task gets no new followers
 	t.logs = nil

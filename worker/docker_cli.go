@@ -173,10 +173,10 @@ func (c *dockerCLI) follow(ctx context.Context, id, since string, stdout, stderr
 	return cmd.Run()
 }
 
-// removeByLabel removes every container, network and volume carrying the
-// label (key=value): what a compose down leaves behind, or does not get to
-// when the project's files are gone.
-func (c *dockerCLI) removeByLabel(ctx context.Context, label string) error {
+// removeByLabel removes every container and network carrying the label
+// (key=value), and every such volume when volumes is set: what a compose
+// down leaves behind, or does not get to when the project's files are gone.
+func (c *dockerCLI) removeByLabel(ctx context.Context, label string, volumes bool) error {
 	ids, err := c.run(ctx, "ps", "-aq", "--no-trunc", "--filter", "label="+label)
 	if err != nil {
 		return err
@@ -186,7 +186,11 @@ func (c *dockerCLI) removeByLabel(ctx context.Context, label string) error {
 			return err
 		}
 	}
-	for _, kind := range []string{"network", "volume"} {
+	kinds := []string{"network"}
+	if volumes {
+		kinds = append(kinds, "volume")
+	}
+	for _, kind := range kinds {
 		out, err := c.run(ctx, kind, "ls", "-q", "--filter", "label="+label)
 		if err != nil {
 			return err

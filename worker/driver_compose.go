@@ -218,13 +218,19 @@ func (b *composeBackend) checkImages(ctx context.Context, name, stack, file stri
 }
 
 // teardown brings the project down; whatever is left (or everything, when
-// the project's files are gone) is removed by its compose label.
-func (b *composeBackend) teardown(ctx context.Context, name, dir string) error {
+// the project's files are gone) is removed by its compose label. Its
+// volumes go too, unless keepVolumes (a restart: the stack comes up again
+// on them).
+func (b *composeBackend) teardown(ctx context.Context, name, dir string, keepVolumes bool) error {
 	stack := filepath.Join(dir, stackDir)
 	if file, _, err := readCompose(stack); err == nil {
-		if _, err := b.run(ctx, name, stack, file, "down", "-v", "--remove-orphans", "-t", "10"); err != nil {
+		args := []string{"down", "--remove-orphans", "-t", "10"}
+		if !keepVolumes {
+			args = append(args, "-v")
+		}
+		if _, err := b.run(ctx, name, stack, file, args...); err != nil {
 			b.logger.Warn("compose down failed; removing by label", "project", name, "err", err)
 		}
 	}
-	return b.cli.removeByLabel(ctx, labelProject+"="+name)
+	return b.cli.removeByLabel(ctx, labelProject+"="+name, !keepVolumes)
 }

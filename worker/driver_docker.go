@@ -91,6 +91,8 @@ func (b *dockerBackend) remove(ctx context.Context, name string) error {
 	return nil
 }
 
-func (b *dockerBackend) teardown(ctx context.Context, name, _ string) error {
+// teardown removes the container with its anonymous volumes, restart or
+// not: a new container would not mount them again.
+func (b *dockerBackend) teardown(ctx context.Context, name, _ string, _ bool) error {
 	return b.remove(ctx, name)
 }

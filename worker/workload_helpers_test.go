@@ -231,7 +231,7 @@ func sweepNode(t *testing.T, node string) {
 	for _, r := range rows {
 		t.Errorf("container %s (%s) of node %s left behind", r.Names, r.Assignment, node)
 		if r.Project != "" {
-			_ = cli.removeByLabel(ctx, labelProject+"="+r.Project)
+			_ = cli.removeByLabel(ctx, labelProject+"="+r.Project, true)
 		}
 		_, _ = cli.run(ctx, "rm", "-f", "-v", r.ID)
 	}
