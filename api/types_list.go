@@ -81,6 +81,8 @@ type NodeSummary struct {
 	Draining bool              `json:"draining"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	Tier     string            `json:"tier,omitempty"`
+	// OutsideTiers is Node.OutsideTiers: placement passes the node by.
+	OutsideTiers bool `json:"outsideTiers,omitempty"`
 	// Capacity in API units: allocatable and reserved.
 	Allocatable      float64 `json:"allocatable"`
 	ReservedCapacity float64 `json:"reservedCapacity"`

@@ -85,8 +85,11 @@ type Node struct {
 	LastSeen time.Time `json:"lastSeen,omitzero"`
 	// Tier is the pool tier the node's cloud label selects; "" when the pool
 	// has no tiers (or none matches).
-	Tier        string  `json:"tier,omitempty"`
-	Allocatable float64 `json:"allocatable"`
+	Tier string `json:"tier,omitempty"`
+	// OutsideTiers: the pool has tiers and the node's cloud is in none of
+	// them, so placement passes the node by (DESIGN §2.2).
+	OutsideTiers bool    `json:"outsideTiers,omitempty"`
+	Allocatable  float64 `json:"allocatable"`
 	// AllocatableMemoryMiB is totalMemoryMiB: memory has no utilisation cap.
 	AllocatableMemoryMiB int64    `json:"allocatableMemoryMiB"`
 	Reserved             Reserved `json:"reserved"`

@@ -149,6 +149,23 @@ func TestNodes(t *testing.T) {
 		n1.Status != api.NodeReady || n1.Labels["az"] != "az1" {
 		t.Fatalf("n1 = %+v", n1)
 	}
+	if n1.OutsideTiers || n.OutsideTiers {
+		t.Fatalf("a node of a tier (n1) or of a pool without tiers (n2) reads outside the tiers: %v, %v", n1.OutsideTiers, n.OutsideTiers)
+	}
+	// A node whose cloud is in none of p1's tiers: placement passes it by.
+	e.b.mustApply(t, fsm.RegisterNodeType, fsm.RegisterNodeRequest{Node: fsm.Node{ID: "n3", Pool: "p1", TotalCapacity: 1000, UtilizationCap: 1000}})
+	e.b.mustApply(t, fsm.NodeStatusType, fsm.NodeStatusRequest{NodeID: "n3", Status: fsm.NodeReady, AZ: "az1", Cloud: "gcp"})
+	n3, _, err := e.c.Node(ctx(t), "n3", nil)
+	if err != nil || !n3.OutsideTiers || n3.Tier != "" {
+		t.Fatalf("n3 = %+v, %v; want outside p1's tiers", n3, err)
+	}
+	inP1, _, err := e.c.Nodes(ctx(t), api.NodeFilter{Pool: "p1"}, nil)
+	if err != nil || len(inP1) != 2 || inP1[0].OutsideTiers || !inP1[1].OutsideTiers {
+		t.Fatalf("p1 nodes = %+v, %v; want n3 (only) outside the tiers", inP1, err)
+	}
+	if err := e.c.DeregisterNode(ctx(t), "n3", false); err != nil {
+		t.Fatal(err)
+	}
 	ready, _, err := e.c.Nodes(ctx(t), api.NodeFilter{Status: api.NodeReady}, nil)
 	if err != nil || len(ready) != 1 || ready[0].ID != "n1" {
 		t.Fatalf("ready nodes = %+v, %v", ready, err)

@@ -16,7 +16,7 @@ var (
 		convert.Skip("Status", "Cordoned", "Draining", "CreateIndex", "ModifyIndex"))
 	// A read computes these from the state, the pool and the gossip view.
 	nodePair = convert.MustPair[api.Node, fsm.Node](
-		convert.Skip("Capabilities", "Cordoned", "LastSeen", "Tier", "Allocatable", "AllocatableMemoryMiB", "Reserved", "Assignments"))
+		convert.Skip("Capabilities", "Cordoned", "LastSeen", "Tier", "OutsideTiers", "Allocatable", "AllocatableMemoryMiB", "Reserved", "Assignments"))
 	gpuUsePair = convert.MustPair[api.GPUReserved, ledger.GPUUse]()
 )
 
@@ -46,7 +46,7 @@ func (v nodeView) node(n *fsm.Node) api.Node {
 	// takes no new work, so it reads as cordoned too.
 	out.Cordoned = n.Cordoned || n.Draining
 	out.LastSeen = v.lastSeen[n.ID]
-	out.Tier = tierOf(n, v.st.Pool(n.Pool))
+	out.Tier, out.OutsideTiers = tierOf(n, v.st.Pool(n.Pool))
 	out.Allocatable = convert.FromMilli(n.Allocatable())
 	out.AllocatableMemoryMiB = n.TotalMemoryMiB
 	out.Reserved = reservedToAPI(n.Usage)
@@ -72,17 +72,19 @@ func capabilitiesToAPI(in []ledger.Capability) []api.Capability {
 	return out
 }
 
-// tierOf is the first tier whose cloud is the node's cloud (DESIGN §2.2).
-func tierOf(n *fsm.Node, p *fsm.Pool) string {
+// tierOf is the first tier whose cloud is the node's cloud (DESIGN §2.2),
+// and whether the pool has tiers and none takes the node: placement then
+// passes it by (scheduler: the pool and tier stage).
+func tierOf(n *fsm.Node, p *fsm.Pool) (name string, outside bool) {
 	if p == nil {
-		return ""
+		return "", false
 	}
 	for _, t := range p.Tiers {
 		if t.Cloud == n.Cloud() {
-			return t.Name
+			return t.Name, false
 		}
 	}
-	return ""
+	return "", len(p.Tiers) > 0
 }
 
 // reservedToAPI summarizes a node's usage; the lists are never null.

@@ -67,9 +67,10 @@ func TestReadsSetEveryField(t *testing.T) {
 	}{
 		// Index 0 and the backup's epoch are zero by definition.
 		"bundle": {bundleToAPI(b), []string{".Replicas[0].Index", ".Replicas[1].Epoch"}},
-		// The tier and the assignment count come from the pool and the
-		// assignments table, not from the node.
-		"node":          {nodeView{st: st, lastSeen: map[string]time.Time{n.ID: time.Unix(1, 0)}}.node(n), []string{".Tier", ".Assignments"}},
+		// The tier (and whether the node is outside the pool's tiers) and
+		// the assignment count come from the pool and the assignments
+		// table, not from the node.
+		"node":          {nodeView{st: st, lastSeen: map[string]time.Time{n.ID: time.Unix(1, 0)}}.node(n), []string{".Tier", ".OutsideTiers", ".Assignments"}},
 		"assignment":    {assignmentToAPI(fill.New[fsm.Assignment](0)), nil},
 		"event":         {eventToAPI(*fill.New[fsm.Event](0)), nil},
 		"acl token":     {aclTokenToAPI(fill.New[fsm.ACLToken](0)), nil},

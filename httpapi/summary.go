@@ -72,7 +72,7 @@ func resized[E any](s []E, n int) []E {
 func nodeSummary(n *api.Node) api.NodeSummary {
 	out := api.NodeSummary{
 		ID: n.ID, Pool: n.Pool, Status: n.Status, Cordoned: n.Cordoned, Draining: n.Draining,
-		Labels: maps.Clone(n.Labels), Tier: n.Tier,
+		Labels: maps.Clone(n.Labels), Tier: n.Tier, OutsideTiers: n.OutsideTiers,
 		Allocatable: n.Allocatable, ReservedCapacity: n.Reserved.Capacity,
 		TotalCores: n.TotalCores, ReservedCores: n.Reserved.Cores,
 		TotalMemoryMiB: n.TotalMemoryMiB, ReservedMemoryMiB: n.Reserved.MemoryMiB,

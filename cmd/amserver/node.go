@@ -58,7 +58,7 @@ func newNodeListCmd(a *app) *cobra.Command {
 
 // nodeRow is a node's line in `node list`.
 func nodeRow(n api.NodeSummary, now time.Time) []string {
-	sched := scheduling(api.Node{Status: n.Status, Cordoned: n.Cordoned, Draining: n.Draining})
+	sched := scheduling(api.Node{Status: n.Status, Cordoned: n.Cordoned, Draining: n.Draining, OutsideTiers: n.OutsideTiers})
 	gpu := "-"
 	if n.GPUCapacity > 0 {
 		gpu = frac(n.ReservedGPU, n.GPUCapacity, "")
@@ -79,17 +79,26 @@ func otherLabels(labels map[string]string) map[string]string {
 
 // scheduling says whether new placements may come to the node: the
 // operator's marks first (they outlast an outage), then its status, since
-// placement takes only ready nodes (DESIGN §3.1, stage placeable).
+// placement takes only ready nodes (DESIGN §3.1, stage placeable), and
+// only nodes of a tier when the pool has tiers.
 func scheduling(n api.Node) string {
 	switch {
 	case n.Draining:
 		return "draining"
 	case n.Cordoned:
 		return "cordoned"
-	case n.Status != api.NodeReady:
+	case n.Status != api.NodeReady, n.OutsideTiers:
 		return "ineligible"
 	}
 	return "eligible"
+}
+
+// tierText is a node's tier, or why it has none that placement uses.
+func tierText(n *api.Node) string {
+	if n.OutsideTiers {
+		return "none: its cloud (" + orDash(n.Labels["cloud"]) + ") is in none of pool " + n.Pool + "'s tiers, so nothing is placed here"
+	}
+	return orDash(n.Tier)
 }
 
 // nodeStatus is the answer of `node status`: the node, and for the text
@@ -142,7 +151,7 @@ func printNode(w io.Writer, n *api.Node, now time.Time) error {
 	t.row("Pool", n.Pool)
 	t.row("Status", n.Status)
 	t.row("Scheduling", scheduling(*n))
-	t.row("Tier", orDash(n.Tier))
+	t.row("Tier", tierText(n))
 	t.row("Last seen", ago(n.LastSeen, now))
 	t.row("Labels", kv(n.Labels))
 	t.row("Taints", list(n.Taints))
