@@ -68,12 +68,15 @@ const (
 	// EventPromoted is never written: a promotion is a failover event.
 	//
 	// Deprecated: filter on EventFailover.
-	EventPromoted      = "promoted"
-	EventEvicted       = "evicted"
-	EventDegraded      = "degraded"
-	EventHealed        = "healed"
-	EventNodeStatus    = "nodeStatus"
-	EventNodeDrained   = "nodeDrained"
+	EventPromoted    = "promoted"
+	EventEvicted     = "evicted"
+	EventDegraded    = "degraded"
+	EventHealed      = "healed"
+	EventNodeStatus  = "nodeStatus"
+	EventNodeDrained = "nodeDrained"
+	// EventDrainWaits: a draining node keeps a bundle that has nowhere to
+	// go (written when it starts waiting or its reason changes).
+	EventDrainWaits    = "drainWaits"
 	EventServerJoined  = "serverJoined"
 	EventServerRemoved = "serverRemoved"
 	// Bundle kinds: a service's count changed; a batch bundle finished
@@ -105,7 +108,7 @@ var EventTypes = []string{
 	EventBundleCreated, EventBundlePlaced, EventBundleUnplaceable, EventBundleDeleted,
 	EventBundleScaled, EventBundleUpdated, EventBundleFinished, EventJobRestarted,
 	EventFailover, EventEvicted, EventDegraded, EventHealed,
-	EventNodeStatus, EventNodeDrained, EventServerJoined, EventServerRemoved,
+	EventNodeStatus, EventNodeDrained, EventDrainWaits, EventServerJoined, EventServerRemoved,
 	EventNodeProvisioning, EventProvisionTimedOut, EventNodeDeprovisioning, EventNodeDeprovisioned,
 	EventTemplatePushed, EventTemplateDeleted, EventServiceUpdated,
 }

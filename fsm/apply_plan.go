@@ -45,6 +45,10 @@ func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 		res.Committed = append(res.Committed, i)
 	}
 	pl.flush()
+	for _, w := range p.DrainWaits {
+		t.event("drainWaits", w.Bundle, w.Node, "node %s is draining, but bundle %s has nowhere to go: %s; it moves when room appears",
+			w.Node, w.Bundle, w.Why)
+	}
 	return res, nil
 }
 

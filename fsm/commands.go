@@ -66,8 +66,9 @@ const (
 // first command type or field of a release that old servers cannot apply.
 const (
 	// LevelRolloutSettle: RolloutSettledType, the SettleRollout fields of
-	// ReplaceBundleRequest and AssignmentStatusRequest, and
-	// UpsertServiceRequest.Update.
+	// ReplaceBundleRequest and AssignmentStatusRequest,
+	// UpsertServiceRequest.Update and Plan.DrainWaits (an old follower
+	// would not write their events).
 	LevelRolloutSettle = 2
 
 	// CommandLevel is the level this binary applies.
@@ -297,6 +298,16 @@ type Plan struct {
 	// in flight, and its jobs are not to be failed over. Plans of older
 	// leaders carry none and apply as they did.
 	Lost []string `json:",omitempty"`
+	// DrainWaits are bundles a drain could not move off their node, each
+	// announced (a drainWaits event) when it starts waiting or its reason
+	// changes: otherwise only the leader's log said why a drain stalls.
+	// Level LevelRolloutSettle.
+	DrainWaits []DrainWait `json:",omitempty"`
+}
+
+// DrainWait is a bundle a draining node keeps, and why it cannot move.
+type DrainWait struct {
+	Node, Bundle, Why string
 }
 
 // PlanPart groups updates that must commit together, such as a preemptor's

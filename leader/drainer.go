@@ -14,8 +14,9 @@ import (
 type drainer struct {
 	l *Leader
 	// stuck is what the last pass could not move, as "node/bundle" → why:
-	// each is logged once, when it starts or its reason changes, since
-	// otherwise a drain that waits for room says nothing anywhere.
+	// each is announced once (logged, and a drainWaits event in the pass's
+	// plan), when it starts or its reason changes, since otherwise a drain
+	// that waits for room says nothing anywhere.
 	stuck map[string]string
 }
 
@@ -46,6 +47,7 @@ func (d *drainer) pass(ctx context.Context) {
 	}
 	batch := d.l.engine.Snapshot(st).NewBatch(d.l.store.AppliedIndex())
 	stuck := map[string]string{}
+	var waits []fsm.DrainWait
 	for _, n := range batchNodes {
 		for _, b := range bundlesOn(st, n.ID) {
 			if batch.Updated(b.ID()) {
@@ -57,25 +59,37 @@ func (d *drainer) pass(ctx context.Context) {
 				}
 				continue
 			}
-			d.note(stuck, n.ID, b.ID(), batch.Drain(b, n.ID))
+			waits = d.note(stuck, waits, n.ID, b.ID(), batch.Drain(b, n.ID))
 		}
 	}
+	if !d.l.cfg.ServersApply(fsm.LevelRolloutSettle) {
+		waits = nil // an older server would not write the events: the log alone says it
+	}
+	if _, ok := d.l.commitPlan(ctx, batch, nil, waits); ok || len(waits) == 0 {
+		d.stuck = stuck
+		return
+	}
+	// The waits were not written: announce them again next pass.
+	for _, w := range waits {
+		delete(stuck, w.Node+"/"+w.Bundle)
+	}
 	d.stuck = stuck
-	d.l.applyBatch(ctx, batch)
 }
 
-// note records a bundle the pass left on the node, and logs it when it is
-// new or its reason changed.
-func (d *drainer) note(stuck map[string]string, node, bundle string, res scheduler.Result) {
+// note records a bundle the pass left on the node and, when it is new or
+// its reason changed, logs it and adds it to the waits to announce.
+func (d *drainer) note(stuck map[string]string, waits []fsm.DrainWait, node, bundle string, res scheduler.Result) []fsm.DrainWait {
 	if res.Update != nil || res.Explain == nil || res.BudgetExhausted {
-		return
+		return waits
 	}
 	key, why := node+"/"+bundle, scheduler.Summary(res.Explain)
 	stuck[key] = why
-	if prev, ok := d.stuck[key]; !ok || prev != why {
-		d.l.log.Warn("drain waits: a bundle on the node has nowhere to go; it moves when room appears",
-			"node", node, "bundle", bundle, "why", why)
+	if prev, ok := d.stuck[key]; ok && prev == why {
+		return waits
 	}
+	d.l.log.Warn("drain waits: a bundle on the node has nowhere to go; it moves when room appears",
+		"node", node, "bundle", bundle, "why", why)
+	return append(waits, fsm.DrainWait{Node: node, Bundle: bundle, Why: why})
 }
 
 // bundlesOn lists the bundles holding reservations on a node, in band order.

@@ -64,8 +64,9 @@ func TestDrainerMovesJobs(t *testing.T) {
 
 // TestDrainerNowhereToGo: a bundle that fits nowhere else stays where it
 // is, and the pass proposes nothing the FSM would reject. The wait is
-// logged with its reason, once, not on every pass: otherwise a node
-// reads draining forever with nothing saying why.
+// logged and written as a drainWaits event with its reason, once, not on
+// every pass: otherwise a node reads draining forever with nothing saying
+// why (and before the event, only the leader's log said it).
 func TestDrainerNowhereToGo(t *testing.T) {
 	e := newEnv(t)
 	e.node("n1", "p", 4000, 4, fsm.NodeReady)
@@ -84,6 +85,18 @@ func TestDrainerNowhereToGo(t *testing.T) {
 		}
 	}
 	d.pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("a second pass with the same wait proposed %v", typesOf(ps))
+	}
+	var waits []fsm.Event
+	for _, ev := range e.store.State().Events(0, 0) {
+		if ev.Type == "drainWaits" {
+			waits = append(waits, ev)
+		}
+	}
+	if len(waits) != 1 || waits[0].NodeID != "n1" || waits[0].BundleID != "b" || !strings.Contains(waits[0].Message, "nearest: n2") {
+		t.Fatalf("drainWaits events %+v, want one for b on n1 with why", waits)
+	}
 	warned := e.logs.At(slog.LevelWarn)
 	if len(warned) != 1 || !strings.Contains(warned[0], "drain waits") || !strings.Contains(warned[0], "bundle=b") ||
 		!strings.Contains(warned[0], "nearest: n2") {
@@ -122,5 +135,26 @@ func TestDrainerTwoDrainingNodes(t *testing.T) {
 	got := e.nodesOf("b", 0)
 	if got["a"] == got["b"] || (got["a"] != "n3" && got["a"] != "n4") || (got["b"] != "n3" && got["b"] != "n4") {
 		t.Fatalf("jobs on %v, want them apart on n3 and n4", got)
+	}
+}
+
+// TestDrainerWaitsUnannouncedBelowTheLevel: while a server of the Raft
+// configuration does not apply Plan.DrainWaits (an older binary, which
+// would not write the event and leave the replicas' event logs apart), the
+// wait is logged only and no plan carries it.
+func TestDrainerWaitsUnannouncedBelowTheLevel(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.ServersApply = func(level int) bool { return level < fsm.LevelRolloutSettle } })
+	e.node("n1", "p", 4000, 4, fsm.NodeReady)
+	e.node("n2", "p", 1000, 4, fsm.NodeReady)
+	e.bundle("b", "p", "", 3000)
+	e.place("b", 0, "n1")
+	e.drain("n1")
+	e.store.take()
+	(&drainer{l: e.l}).pass(e.ctx)
+	if ps := e.store.take(); len(ps) != 0 {
+		t.Fatalf("below the level a stuck drain proposed %v", typesOf(ps))
+	}
+	if warned := e.logs.At(slog.LevelWarn); len(warned) != 1 || !strings.Contains(warned[0], "drain waits") {
+		t.Fatalf("warnings %q, want the wait logged", warned)
 	}
 }

@@ -92,24 +92,32 @@ func sortByBand(list []*fsm.Bundle) {
 // applyBatch commits a batch's plan and returns how many parts committed;
 // lost are the nodes a failover plan treats as down or left (fsm.Plan.Lost).
 func (l *Leader) applyBatch(ctx context.Context, batch *scheduler.Batch, lost ...string) int {
-	if batch.Parts() == 0 {
-		return 0
+	committed, _ := l.commitPlan(ctx, batch, lost, nil)
+	return committed
+}
+
+// commitPlan commits batch's plan with lost and the drain waits to
+// announce (a plan of no parts commits only for those); it returns how
+// many parts committed and whether the plan did.
+func (l *Leader) commitPlan(ctx context.Context, batch *scheduler.Batch, lost []string, waits []fsm.DrainWait) (int, bool) {
+	if batch.Parts() == 0 && len(waits) == 0 {
+		return 0, false
 	}
 	plan := batch.Plan(l.clock.Now().UnixNano())
-	plan.Lost = lost
+	plan.Lost, plan.DrainWaits = lost, waits
 	if v, ok := batch.View().(interface{ Index(...string) uint64 }); ok {
 		plan.Basis = v.Index() // failed attempts are against this state, not the commit's
 	}
 	res := l.applyLogged(ctx, fsm.ApplyPlanType, plan)
 	if res == nil || res.Err != nil {
-		return 0
+		return 0, false
 	}
 	pr, _ := res.Value.(*fsm.PlanResult)
 	if pr == nil {
-		return 0
+		return 0, false
 	}
 	for _, r := range pr.Rejected {
 		l.log.Debug("plan part rejected at apply", "bundle", r.BundleID, "reason", r.Reason)
 	}
-	return len(pr.Committed)
+	return len(pr.Committed), true
 }
