@@ -137,7 +137,7 @@ function sleep(ms, signal) {
 
 const typeKind = {
   bundlePlaced: 'ok', healed: 'ok', bundleCreated: 'info', serverJoined: 'info',
-  degraded: 'warn', failover: 'warn', promoted: 'warn', evicted: 'warn', nodeDrained: 'warn',
+  degraded: 'warn', failover: 'warn', promoted: 'warn', evicted: 'warn', nodeDrained: 'warn', drainWaits: 'warn',
   bundleUnplaceable: 'bad', serverRemoved: 'bad',
 };
 
