@@ -16,14 +16,22 @@ import (
 // thousand, half of them placed.
 const benchListBundles = 10_000
 
-func benchListServer(b *testing.B) *Server {
+// bigNodeBackend is the seeded cluster plus one ready node that holds
+// any number of bundles.
+func bigNodeBackend(b *testing.B, node string) *testBackend {
 	b.Helper()
 	tb := newTestBackend("s1")
 	seedCluster(b, tb)
 	tb.mustApply(b, fsm.RegisterNodeType, fsm.RegisterNodeRequest{Node: fsm.Node{
-		ID: "big", Pool: "p1", TotalCapacity: 1_000_000_000, UtilizationCap: 1000, TotalCores: 8,
+		ID: node, Pool: "p1", TotalCapacity: 1_000_000_000, UtilizationCap: 1000, TotalCores: 8,
 	}})
-	tb.mustApply(b, fsm.NodeStatusType, fsm.NodeStatusRequest{NodeID: "big", Status: fsm.NodeReady, AZ: "az1", Cloud: "dc"})
+	tb.mustApply(b, fsm.NodeStatusType, fsm.NodeStatusRequest{NodeID: node, Status: fsm.NodeReady, AZ: "az1", Cloud: "dc"})
+	return tb
+}
+
+func benchListServer(b *testing.B) *Server {
+	b.Helper()
+	tb := bigNodeBackend(b, "big")
 	for i := range benchListBundles {
 		id := fmt.Sprintf("b%06d", i)
 		createBundle(b, tb, id, "silver")

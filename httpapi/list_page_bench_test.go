@@ -15,12 +15,7 @@ import (
 // one node, so one ?full=true page of a thousand is about 900 KiB.
 func benchPageServer(b *testing.B, n int) *Server {
 	b.Helper()
-	tb := newTestBackend("s1")
-	seedCluster(b, tb)
-	tb.mustApply(b, fsm.RegisterNodeType, fsm.RegisterNodeRequest{Node: fsm.Node{
-		ID: "node-0001", Pool: "p1", TotalCapacity: 1_000_000_000, UtilizationCap: 1000, TotalCores: 8,
-	}})
-	tb.mustApply(b, fsm.NodeStatusType, fsm.NodeStatusRequest{NodeID: "node-0001", Status: fsm.NodeReady, AZ: "az1", Cloud: "dc"})
+	tb := bigNodeBackend(b, "node-0001")
 	for i := range n {
 		id := fmt.Sprintf("channel-%06d", i)
 		launch := func(bin string) fsm.Launch {

@@ -97,25 +97,10 @@ func (p *placer) Run(ctx context.Context) {
 		if committed > 0 || p.again {
 			continue
 		}
-		if !waitChange(ctx, watch, wait) || !sleepCtx(ctx, passSpacing-time.Since(began)) {
+		// No watch: the spacing waits for time alone.
+		if !waitChange(ctx, watch, wait) || !waitChange(ctx, nil, passSpacing-time.Since(began)) {
 			return
 		}
-	}
-}
-
-// sleepCtx waits d (nothing when d <= 0) and says whether ctx is still
-// live.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
