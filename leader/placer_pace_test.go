@@ -41,12 +41,16 @@ func TestPlacerSpacesPassesThatCommitNothing(t *testing.T) {
 		defer wg.Done()
 		(&placer{l: e.l}).Run(ctx)
 	}()
-	// A create every 200 µs or so: many commits per passSpacing, each one
-	// a wake-up the placer would otherwise take.
-	const creates = 500
-	for i := range creates {
-		e.bundle(fmt.Sprintf("b%04d", i), "empty", "", 100)
-		time.Sleep(200 * time.Microsecond)
+	// Creates back to back until the placer has passed wantPasses times:
+	// many commits per passSpacing, each a wake-up the placer would
+	// otherwise take at once.
+	const wantPasses, maxCreates = 40, 200_000
+	creates := 0
+	for ; cs.reads.Load() < wantPasses; creates++ {
+		if creates == maxCreates {
+			t.Fatalf("%d creates and the placer read the state %d times: it does not run", creates, cs.reads.Load())
+		}
+		e.bundle(fmt.Sprintf("b%06d", creates), "empty", "", 100)
 	}
 	cancel()
 	wg.Wait()
