@@ -20,8 +20,9 @@ func (d *deleter) Name() string { return "deletion" }
 func (d *deleter) Run(ctx context.Context) {
 	for {
 		watch := d.l.store.WatchCh()
+		began := time.Now()
 		d.pass(ctx)
-		if !waitChange(ctx, watch, time.Second) {
+		if !waitPaced(ctx, watch, time.Second, began) {
 			return
 		}
 	}

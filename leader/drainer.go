@@ -25,8 +25,9 @@ func (d *drainer) Name() string { return "drain" }
 func (d *drainer) Run(ctx context.Context) {
 	for {
 		watch := d.l.store.WatchCh()
+		began := time.Now()
 		d.pass(ctx)
-		if !waitChange(ctx, watch, 5*time.Second) {
+		if !waitPaced(ctx, watch, 5*time.Second, began) {
 			return
 		}
 	}

@@ -188,6 +188,25 @@ func waitChange(ctx context.Context, watch <-chan struct{}, d time.Duration) boo
 	return true
 }
 
+// dutyGap is the least time from one pass of a background duty (deletion,
+// failover, drain, node services, rollouts, reconcile) to its next while
+// commits keep waking it. Every commit closes the watch channel, so under
+// a stream of writes each of them read the state and ran a pass per
+// commit, on the leader, just when the commit's answer, the next entry's
+// replication and the followers' applies wanted the same cores: at one
+// writer, the leader's and followers' Raft goroutines waited about twice
+// as long for a CPU as they do without the duties (issue 19,
+// docs/performance.md). Nothing these duties do is measured in
+// milliseconds: a lost node is declared in seconds, a deletion or a drain
+// waits on workers. The placer has its own, shorter spacing.
+const dutyGap = 20 * time.Millisecond
+
+// waitPaced is waitChange for a background duty whose pass began at began:
+// it also returns no sooner than dutyGap after that start.
+func waitPaced(ctx context.Context, watch <-chan struct{}, d time.Duration, began time.Time) bool {
+	return waitChange(ctx, watch, d) && waitChange(ctx, nil, dutyGap-time.Since(began))
+}
+
 // applyLogged applies one leader command and logs what went wrong; leader
 // duties retry from replicated state, so a failure needs no other handling.
 func (l *Leader) applyLogged(ctx context.Context, typ fsm.MessageType, body any) *fsm.Result {

@@ -25,8 +25,9 @@ func (f *failover) Name() string { return "failover" }
 func (f *failover) Run(ctx context.Context) {
 	for {
 		watch := f.l.store.WatchCh()
+		began := time.Now()
 		f.pass(ctx)
-		if !waitChange(ctx, watch, 5*time.Second) {
+		if !waitPaced(ctx, watch, 5*time.Second, began) {
 			return
 		}
 	}

@@ -48,6 +48,7 @@ func (r *reconciler) Run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		watch := r.l.store.WatchCh()
+		began := time.Now()
 		r.servers(ctx)
 		r.nodes(ctx, false)
 		select {
@@ -58,6 +59,9 @@ func (r *reconciler) Run(ctx context.Context) {
 		case <-tick.C:
 			r.nodes(ctx, true)
 		case <-watch:
+			if !waitChange(ctx, nil, dutyGap-time.Since(began)) {
+				return
+			}
 		}
 	}
 }

@@ -47,8 +47,9 @@ func (r *rollouts) Name() string { return "rollouts" }
 func (r *rollouts) Run(ctx context.Context) {
 	for {
 		watch := r.l.store.WatchCh()
+		began := time.Now()
 		wait := r.pass(ctx)
-		if !waitChange(ctx, watch, wait) {
+		if !waitPaced(ctx, watch, wait, began) {
 			return
 		}
 	}

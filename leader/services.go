@@ -25,8 +25,9 @@ func (d *services) Name() string { return "node-services" }
 func (d *services) Run(ctx context.Context) {
 	for {
 		watch := d.l.store.WatchCh()
+		began := time.Now()
 		d.pass(ctx)
-		if !waitChange(ctx, watch, 10*time.Second) {
+		if !waitPaced(ctx, watch, 10*time.Second, began) {
 			return
 		}
 	}
