@@ -29,7 +29,7 @@ type PartRejection struct {
 
 func (f *FSM) applyPlan(t *tx, p *Plan) (any, error) {
 	t.advance(p.Now)
-	t.eval, t.lost = f.eval, p.Lost
+	t.eval, t.lost, t.recount = f.eval, p.Lost, p.DegradedRecount
 	t.basis = t.index
 	if p.Basis > 0 && p.Basis < t.index {
 		t.basis = p.Basis
@@ -305,7 +305,7 @@ func (t *tx) planEvents(st *staged) {
 		t.event("failover", id, "", "bundle %s: backup promoted to primary, epoch %d: %s", id, b.Epoch, orDefault(u.Reason, "failover"))
 	}
 	for _, d := range b.Degradations {
-		if !old.HasDegradation(d.Code) {
+		if !old.HasDegradation(d.Code) || (t.recount && d.Code == DegradeReplicasMissing && completeReplicas(old) != completeReplicas(b)) {
 			t.event("degraded", id, "", "bundle %s degraded: %s: %s", id, d.Code, d.Message)
 		}
 	}
@@ -324,6 +324,17 @@ func (t *tx) planEvents(st *staged) {
 			t.event("bundleUnplaceable", id, "", "bundle %s cannot be placed now", id)
 		}
 	}
+}
+
+// completeReplicas counts a bundle's replicas whose every job holds a node.
+func completeReplicas(b *Bundle) int {
+	n := 0
+	for i := range b.Replicas {
+		if b.Replicas[i].Complete() {
+			n++
+		}
+	}
+	return n
 }
 
 func orDefault(s, def string) string {

@@ -67,8 +67,8 @@ const (
 const (
 	// LevelRolloutSettle: RolloutSettledType, the SettleRollout fields of
 	// ReplaceBundleRequest and AssignmentStatusRequest,
-	// UpsertServiceRequest.Update and Plan.DrainWaits (an old follower
-	// would not write their events).
+	// UpsertServiceRequest.Update, Plan.DrainWaits and
+	// Plan.DegradedRecount (an old follower would not write their events).
 	LevelRolloutSettle = 2
 
 	// CommandLevel is the level this binary applies.
@@ -303,6 +303,12 @@ type Plan struct {
 	// changes: otherwise only the leader's log said why a drain stalls.
 	// Level LevelRolloutSettle.
 	DrainWaits []DrainWait `json:",omitempty"`
+	// DegradedRecount: a service that stays short of replicas while the
+	// plan changes how many it has complete writes its degraded event
+	// again, with the new count. Otherwise the event came only when the
+	// shortfall began, and a service losing a second replica, or getting
+	// one back, changed its message silently. Level LevelRolloutSettle.
+	DegradedRecount bool `json:",omitempty"`
 }
 
 // DrainWait is a bundle a draining node keeps, and why it cannot move.

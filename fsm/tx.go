@@ -24,6 +24,8 @@ type tx struct {
 	basis uint64
 	// lost are a failover plan's lost nodes (Plan.Lost).
 	lost []string
+	// recount is a plan's DegradedRecount.
+	recount bool
 	// eval evaluates constraints in a plan's re-check (Config.Eval).
 	eval ExprEvaluator
 	// relaunchUnavailable: the command asks a service's rollout to

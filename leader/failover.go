@@ -106,6 +106,8 @@ func (l *Leader) commitPlan(ctx context.Context, batch *scheduler.Batch, lost []
 	}
 	plan := batch.Plan(l.clock.Now().UnixNano())
 	plan.Lost, plan.DrainWaits = lost, waits
+	// An older follower would not write the recount's events.
+	plan.DegradedRecount = l.cfg.ServersApply(fsm.LevelRolloutSettle)
 	if v, ok := batch.View().(interface{ Index(...string) uint64 }); ok {
 		plan.Basis = v.Index() // failed attempts are against this state, not the commit's
 	}
