@@ -1,14 +1,8 @@
 package leader
 
 import (
-	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/amserver/amserver/fsm"
 )
 
 // turnCountingStore counts a duty's loop turns: each turn takes the watch
@@ -43,28 +37,10 @@ func TestBackgroundDutiesSpacePasses(t *testing.T) {
 	for _, d := range duties {
 		t.Run(d.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.store.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "empty"}})
 			cs := &turnCountingStore{Store: e.l.store}
 			e.l.store = cs
-			ctx, cancel := context.WithCancel(t.Context())
-			var wg sync.WaitGroup
-			wg.Add(1)
-			start := time.Now()
-			go func() {
-				defer wg.Done()
-				d.duty(e.l).Run(ctx)
-			}()
-			const wantTurns, maxCreates = 6, 200_000
-			creates := 0
-			for ; cs.turns.Load() < wantTurns; creates++ {
-				if creates == maxCreates {
-					t.Fatalf("%d creates and %d turns: the duty does not run", creates, cs.turns.Load())
-				}
-				e.bundle(fmt.Sprintf("b%06d", creates), "empty", "", 100)
-			}
-			cancel()
-			wg.Wait()
-			elapsed := time.Since(start)
+			const wantTurns = 6
+			creates, elapsed := streamCreates(t, e, d.duty(e.l), func() bool { return cs.turns.Load() >= wantTurns })
 			// The first turn runs at once, each later one at least dutyGap
 			// after the one before, and the last may be the one cancel ended.
 			turns := int(cs.turns.Load())

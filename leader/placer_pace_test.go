@@ -23,6 +23,35 @@ func (c *countingStore) State() *fsm.State {
 	return c.Store.State()
 }
 
+// streamCreates runs duty and creates bundles into a pool without nodes,
+// back to back, until done holds, then stops it. It returns how many it
+// created and how long the duty ran.
+func streamCreates(t *testing.T, e *env, duty Duty, done func() bool) (int, time.Duration) {
+	t.Helper()
+	e.store.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "empty"}})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	start := time.Now()
+	go func() {
+		defer wg.Done()
+		duty.Run(ctx)
+	}()
+	const maxCreates = 200_000
+	creates := 0
+	for ; !done(); creates++ {
+		if creates == maxCreates {
+			cancel()
+			wg.Wait()
+			t.Fatalf("%s: %d creates and it has not got as far as asked: it does not run", duty.Name(), creates)
+		}
+		e.bundle(fmt.Sprintf("b%06d", creates), "empty", "", 100)
+	}
+	cancel()
+	wg.Wait()
+	return creates, time.Since(start)
+}
+
 // TestPlacerSpacesPassesThatCommitNothing: creates into a pool without
 // nodes commit back to back, each waking the placer. Its failure records
 // are held (recordCoalesce), so most passes commit nothing; those must
@@ -30,31 +59,12 @@ func (c *countingStore) State() *fsm.State {
 // and sorts every pending bundle (issue 19).
 func TestPlacerSpacesPassesThatCommitNothing(t *testing.T) {
 	e := newEnv(t)
-	e.store.ok(fsm.UpsertPoolType, &fsm.UpsertPoolRequest{Pool: fsm.Pool{Name: "empty"}})
 	cs := &countingStore{Store: e.l.store}
 	e.l.store = cs
-	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	start := time.Now()
-	go func() {
-		defer wg.Done()
-		(&placer{l: e.l}).Run(ctx)
-	}()
-	// Creates back to back until the placer has passed wantPasses times:
-	// many commits per passSpacing, each a wake-up the placer would
+	// Many commits per passSpacing, each a wake-up the placer would
 	// otherwise take at once.
-	const wantPasses, maxCreates = 40, 200_000
-	creates := 0
-	for ; cs.reads.Load() < wantPasses; creates++ {
-		if creates == maxCreates {
-			t.Fatalf("%d creates and the placer read the state %d times: it does not run", creates, cs.reads.Load())
-		}
-		e.bundle(fmt.Sprintf("b%06d", creates), "empty", "", 100)
-	}
-	cancel()
-	wg.Wait()
-	elapsed := time.Since(start)
+	const wantPasses = 40
+	creates, elapsed := streamCreates(t, e, &placer{l: e.l}, func() bool { return cs.reads.Load() >= wantPasses })
 	plans := 0
 	for _, p := range e.store.take() {
 		if p.typ == fsm.ApplyPlanType {
