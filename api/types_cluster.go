@@ -182,6 +182,9 @@ type RaftConfiguration struct {
 	AppliedIndex      uint64  `json:"appliedIndex"`
 	LastSnapshotIndex uint64  `json:"lastSnapshotIndex"`
 	ConfigIndex       uint64  `json:"configIndex"`
+	// LogStore is the answering server's Raft log store, wal or bolt
+	// (operations.md §4.2); absent for a server that keeps it in memory.
+	LogStore string `json:"logStore,omitempty"`
 }
 
 // TransferLeadershipRequest is the optional body of

@@ -206,7 +206,7 @@ func (b *testBackend) RaftInfo(ctx context.Context) (raftstore.Info, error) {
 	}
 	return raftstore.Info{
 		State: state, Term: 3, LastIndex: b.index, CommitIndex: b.index, AppliedIndex: b.index,
-		Servers: slices.Clone(servers),
+		Servers: slices.Clone(servers), LogStore: raftstore.LogStoreWAL,
 	}, nil
 }
 

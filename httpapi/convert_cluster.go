@@ -75,7 +75,7 @@ func raftToAPI(id string, info raftstore.Info, leader raftstore.LeaderInfo, know
 	out := api.RaftConfiguration{
 		Servers: peersToAPI(info.Servers, member), ServerID: id, State: info.State, Term: info.Term,
 		LastIndex: info.LastIndex, CommitIndex: info.CommitIndex, AppliedIndex: info.AppliedIndex,
-		LastSnapshotIndex: info.LastSnapshotIndex, ConfigIndex: info.ConfigIndex,
+		LastSnapshotIndex: info.LastSnapshotIndex, ConfigIndex: info.ConfigIndex, LogStore: string(info.LogStore),
 	}
 	if known {
 		l := leaderToAPI(leader)

@@ -52,9 +52,9 @@ func TestRaftConfigurationWithoutLeader(t *testing.T) {
 				leaderID = rc.Leader.ID
 			}
 			if rc.ServerID != tc.answeredBy || leaderID != tc.leader || len(rc.Servers) == 0 ||
-				known != tc.known {
-				t.Fatalf("answered by %q with leader %q, %d servers, known leader %q; want %q, %q, servers, %q",
-					rc.ServerID, leaderID, len(rc.Servers), known, tc.answeredBy, tc.leader, tc.known)
+				known != tc.known || rc.LogStore != "wal" {
+				t.Fatalf("answered by %q (log store %q) with leader %q, %d servers, known leader %q; want %q (wal), %q, servers, %q",
+					rc.ServerID, rc.LogStore, leaderID, len(rc.Servers), known, tc.answeredBy, tc.leader, tc.known)
 			}
 		})
 	}

@@ -54,4 +54,7 @@ type Info struct {
 	LastSnapshotIndex uint64
 	ConfigIndex       uint64
 	Servers           []Peer
+	// LogStore is the log store this server keeps (wal or bolt); empty in
+	// memory. Operators moving servers to the WAL one at a time read it.
+	LogStore LogStore
 }

@@ -62,6 +62,9 @@ func TestLogStoreFollowsTheDataDir(t *testing.T) {
 				if said := "log_store=" + string(tc.holds); !strings.Contains(logs.String(), said) {
 					t.Errorf("the server did not log %s:\n%s", said, logs.String())
 				}
+				if info, err := s.Info(t.Context()); err != nil || info.LogStore != tc.holds {
+					t.Errorf("Info says log store %q (%v), want %q", info.LogStore, err, tc.holds)
+				}
 				_ = s.Shutdown()
 				s.Close()
 			}

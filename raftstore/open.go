@@ -120,6 +120,8 @@ type Stores struct {
 	Stable raft.StableStore
 	Snaps  raft.SnapshotStore
 	Close  func() error
+	// Kind is the log store opened; empty for memory.
+	Kind LogStore
 }
 
 // MemStores are Raft's log, stable and snapshot stores kept in memory.
@@ -179,7 +181,7 @@ func OpenStores(c Config) (*Stores, error) {
 		return nil, err
 	}
 	private := privateSnapshots{FileSnapshotStore: snaps, path: filepath.Join(dir, "snapshots")}
-	return &Stores{Logs: cache, Stable: stable, Snaps: private, Close: closeLogs}, nil
+	return &Stores{Logs: cache, Stable: stable, Snaps: private, Close: closeLogs, Kind: kind}, nil
 }
 
 // NewTransport opens the Raft transport of c: the configured one (tests),

@@ -203,7 +203,7 @@ func (s *Store) Info(context.Context) (Info, error) {
 	info := Info{
 		State: stateName(s.raft.State()), Term: num("term"), LastIndex: s.raft.LastIndex(),
 		CommitIndex: s.raft.CommitIndex(), AppliedIndex: s.raft.AppliedIndex(),
-		LastSnapshotIndex: num("last_snapshot_index"), ConfigIndex: s.configIndex(),
+		LastSnapshotIndex: num("last_snapshot_index"), ConfigIndex: s.configIndex(), LogStore: s.stores.Kind,
 	}
 	f := s.raft.GetConfiguration()
 	if err := f.Error(); err != nil {

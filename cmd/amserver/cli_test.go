@@ -97,7 +97,7 @@ var tableCases = []tableCase{
 	{"raft list-peers", []string{"operator", "raft", "list-peers"}, []cellWant{
 		{"STATE", "s1", "leader"}, {"STATE", "s2", "follower"}, {"ADDRESS", "s2", "10.0.0.2:7071"}, {"SUFFRAGE", "s1", "Voter"},
 		{"STATUS", "s1", "alive"}, {"STATUS", "s2", "dead"},
-	}, []string{"term 4, last index 120, commit index 120, applied index 119 (answered by s2, Follower)"}},
+	}, []string{"term 4, last index 120, commit index 120, applied index 119 (answered by s2, Follower, log store wal)"}},
 	{"template list", []string{"template", "list"}, []cellWant{
 		{"RUNTIME", "live-stack", "compose"}, {"DIGEST", "live-stack", "sha256:3b1f4c2a9e8d"}, {"FILES", "live-stack", "4"},
 		{"SIZE", "live-stack", "2.0 KiB"}, {"INDEX", "live-stack", "310"},

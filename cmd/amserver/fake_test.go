@@ -279,7 +279,7 @@ func sampleRaft() api.RaftConfiguration {
 		Servers: []api.Peer{{ID: "s1", Address: "10.0.0.1:7071", Suffrage: "Voter", Leader: true, Status: "alive"},
 			{ID: "s2", Address: "10.0.0.2:7071", Suffrage: "Voter", Status: "dead"}},
 		Leader:   &api.Leader{ID: "s1", RaftAddr: "10.0.0.1:7071", HTTPAddr: "http://10.0.0.1:7070"},
-		ServerID: "s2", State: "Follower", Term: 4, LastIndex: 120, CommitIndex: 120, AppliedIndex: 119,
+		ServerID: "s2", State: "Follower", Term: 4, LastIndex: 120, CommitIndex: 120, AppliedIndex: 119, LogStore: "wal",
 	}
 }
 

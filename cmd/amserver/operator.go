@@ -159,8 +159,12 @@ func printRaft(w io.Writer, rc *api.RaftConfiguration) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "\nterm %d, last index %d, commit index %d, applied index %d (answered by %s, %s)\n",
-		rc.Term, rc.LastIndex, rc.CommitIndex, rc.AppliedIndex, clean(orDash(rc.ServerID)), clean(orDash(rc.State))); err != nil {
+	store := ""
+	if rc.LogStore != "" {
+		store = ", log store " + clean(rc.LogStore)
+	}
+	if _, err := fmt.Fprintf(w, "\nterm %d, last index %d, commit index %d, applied index %d (answered by %s, %s%s)\n",
+		rc.Term, rc.LastIndex, rc.CommitIndex, rc.AppliedIndex, clean(orDash(rc.ServerID)), clean(orDash(rc.State)), store); err != nil {
 		return err
 	}
 	if rc.Leader != nil {
