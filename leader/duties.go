@@ -194,9 +194,8 @@ func waitChange(ctx context.Context, watch <-chan struct{}, d time.Duration) boo
 // a stream of writes each of them read the state and ran a pass per
 // commit, on the leader, just when the commit's answer, the next entry's
 // replication and the followers' applies wanted the same cores: at one
-// writer, the leader's and followers' Raft goroutines waited about twice
-// as long for a CPU as they do without the duties (issue 19,
-// docs/performance.md). Nothing these duties do is measured in
+// writer, the Raft goroutines on the commit's path waited up to twice as
+// long for a CPU as in a bare Raft cluster (issue 19, docs/performance.md). Nothing these duties do is measured in
 // milliseconds: a lost node is declared in seconds, a deletion or a drain
 // waits on workers. The placer has its own, shorter spacing.
 const dutyGap = 20 * time.Millisecond
